@@ -1,0 +1,33 @@
+/* outcome.h - what one delivery attempt's result means (pure, no I/O). */
+#ifndef HOOKD_OUTCOME_H
+#define HOOKD_OUTCOME_H
+
+enum outcome {
+    OUTCOME_DELIVERED = 0, /* 2xx */
+    OUTCOME_RETRY,         /* 408 425 429 5xx, transport errors, timeouts */
+    OUTCOME_DEAD,          /* other 4xx, 3xx, blocked address: retrying will not help */
+    OUTCOME_GONE           /* 410: dead letter and pause the endpoint */
+};
+
+/* Transport error classes recorded with each attempt. */
+enum errclass {
+    ERRC_NONE = 0,
+    ERRC_DNS,        /* name did not resolve */
+    ERRC_CONNECT,    /* refused, unreachable */
+    ERRC_TLS,        /* handshake or certificate */
+    ERRC_TIMEOUT,    /* connect or total timeout */
+    ERRC_IO,         /* reset, broken pipe, empty or malformed reply */
+    ERRC_BLOCKED,    /* address refused by the SSRF policy */
+    ERRC_INTERNAL    /* out of memory, curl misuse */
+};
+
+/* http_status is 0 when no response was received (then errc says why). */
+enum outcome outcome_classify(int http_status, enum errclass errc);
+
+/* Map a CURLcode (passed as int so this header needs no curl.h). */
+enum errclass outcome_errclass_from_curl(int curlcode);
+
+const char *outcome_name(enum outcome o);      /* "delivered", "retry", ... */
+const char *errclass_name(enum errclass e);    /* "dns", "connect", ... ; "" for NONE */
+
+#endif
