@@ -1,0 +1,132 @@
+/* outcome.c - what one delivery attempt's result means for the event. */
+#include "outcome.h"
+
+#include <curl/curl.h>
+
+enum outcome outcome_classify(int http_status, enum errclass errc)
+{
+    if (http_status == 0) {
+        switch (errc) {
+        case ERRC_BLOCKED:
+            /* The policy will refuse the same address next time too. */
+            return OUTCOME_DEAD;
+        case ERRC_DNS:
+        case ERRC_CONNECT:
+        case ERRC_TLS:
+        case ERRC_TIMEOUT:
+        case ERRC_IO:
+        case ERRC_INTERNAL:
+        case ERRC_NONE:
+        default:
+            /* No response and no known reason is our inconsistency, not the
+             * receiver's verdict: retrying is bounded, dead-lettering is not
+             * undone. */
+            return OUTCOME_RETRY;
+        }
+    }
+    if (http_status >= 200 && http_status <= 299)
+        return OUTCOME_DELIVERED;
+    if (http_status == 410)
+        return OUTCOME_GONE;
+    if (http_status == 408 || http_status == 425 || http_status == 429)
+        return OUTCOME_RETRY;
+    if (http_status >= 500 && http_status <= 599)
+        return OUTCOME_RETRY;
+    if (http_status >= 100 && http_status <= 499)
+        return OUTCOME_DEAD;
+    /* Outside 100..599 the reply is malformed, which is a transport-level
+     * problem (like CURLE_WEIRD_SERVER_REPLY -> ERRC_IO), so retry. */
+    return OUTCOME_RETRY;
+}
+
+enum errclass outcome_errclass_from_curl(int curlcode)
+{
+    switch (curlcode) {
+    case CURLE_OK:
+        return ERRC_NONE;
+
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+        return ERRC_DNS;
+
+    case CURLE_COULDNT_CONNECT:
+        return ERRC_CONNECT;
+
+    case CURLE_OPERATION_TIMEDOUT:
+        return ERRC_TIMEOUT;
+
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION: /* also CURLE_SSL_CACERT */
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_USE_SSL_FAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_CLIENTCERT:
+        return ERRC_TLS;
+
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_HTTP3:
+    case CURLE_QUIC_CONNECT_ERROR:
+    case CURLE_BAD_CONTENT_ENCODING:
+    case CURLE_SEND_FAIL_REWIND:
+        return ERRC_IO;
+
+    /* Our own misuse of curl or resource exhaustion: the URL was validated
+     * before, so curl refusing it also means our check and curl disagree. */
+    case CURLE_OUT_OF_MEMORY:
+    case CURLE_BAD_FUNCTION_ARGUMENT:
+    case CURLE_FAILED_INIT:
+    case CURLE_NOT_BUILT_IN:
+    case CURLE_UNKNOWN_OPTION:
+    case CURLE_SETOPT_OPTION_SYNTAX:
+    case CURLE_FUNCTION_NOT_FOUND:
+    case CURLE_RECURSIVE_API_CALL:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+    case CURLE_READ_ERROR:
+        return ERRC_INTERNAL;
+
+    default:
+        return ERRC_IO;
+    }
+}
+
+const char *outcome_name(enum outcome o)
+{
+    switch (o) {
+    case OUTCOME_DELIVERED: return "delivered";
+    case OUTCOME_RETRY:     return "retry";
+    case OUTCOME_DEAD:      return "dead_letter";
+    case OUTCOME_GONE:      return "gone";
+    }
+    return "unknown";
+}
+
+const char *errclass_name(enum errclass e)
+{
+    switch (e) {
+    case ERRC_NONE:     return "";
+    case ERRC_DNS:      return "dns";
+    case ERRC_CONNECT:  return "connect";
+    case ERRC_TLS:      return "tls";
+    case ERRC_TIMEOUT:  return "timeout";
+    case ERRC_IO:       return "io";
+    case ERRC_BLOCKED:  return "blocked";
+    case ERRC_INTERNAL: return "internal";
+    }
+    return "unknown";
+}
