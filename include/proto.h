@@ -1,0 +1,97 @@
+/* proto.h - the socket protocol: one JSON object per line in, one per line
+ * out. Parsing and validation are pure (no I/O) so unit tests and fuzzers
+ * drive them directly. */
+#ifndef HOOKD_PROTO_H
+#define HOOKD_PROTO_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+struct cJSON;
+
+enum proto_op {
+    OP_NONE = 0,
+    OP_PING,
+    OP_ENQUEUE,
+    OP_GET,
+    OP_STATS,
+    OP_ENDPOINT_LIST,
+    OP_ENDPOINT_PUT,     /* admin */
+    OP_ENDPOINT_DELETE,  /* admin */
+    OP_REQUEUE,          /* admin */
+    OP_PURGE,            /* admin */
+    OP_PAUSE,            /* admin */
+    OP_RESUME,           /* admin */
+    OP_DEAD_LETTERS,
+    OP_SLOW,
+    OP_METRICS,
+    OP__COUNT
+};
+
+/* Error codes (the documented set; see README "Errors"). */
+#define PERR_BAD_JSON          "bad_json"
+#define PERR_BAD_REQUEST       "bad_request"
+#define PERR_UNKNOWN_OP        "unknown_op"
+#define PERR_UNKNOWN_ENDPOINT  "unknown_endpoint"
+#define PERR_NO_SUBSCRIBERS    "no_subscribers"
+#define PERR_PAYLOAD_TOO_LARGE "payload_too_large"
+#define PERR_LINE_TOO_LONG     "line_too_long"
+#define PERR_NOT_FOUND         "not_found"
+#define PERR_FORBIDDEN         "forbidden"
+#define PERR_CONFLICT          "conflict"
+#define PERR_STORAGE_FULL      "storage_full"
+#define PERR_STORAGE_ERROR     "storage_error"
+#define PERR_SHUTTING_DOWN     "shutting_down"
+#define PERR_INTERNAL          "internal"
+
+#define PROTO_EVENT_ID_MAX 200
+#define PROTO_EVENT_TYPE_MAX 200
+
+struct proto_limits {
+    size_t max_payload;
+};
+
+/* A parsed request. Strings point into heap copies owned by the request
+ * and are released by proto_req_free. */
+struct proto_req {
+    enum proto_op op;
+    int admin_only;
+    char *endpoint;      /* enqueue, requeue, purge, pause, resume, endpoint.delete/put (name) */
+    char *event_id;      /* enqueue: NULL = generate */
+    char *event_type;    /* enqueue */
+    char *payload;       /* enqueue: the exact bytes of the "payload" value */
+    size_t payload_len;
+    int64_t id;          /* get, requeue: message id (0 = none) */
+    int64_t since_ms;    /* requeue: dead letters created at/after; 0 = all */
+    int64_t hours;       /* dead_letters */
+    int64_t p95_ms;      /* slow: threshold, 0 = configured */
+    struct cJSON *body;  /* endpoint.put: the whole request */
+};
+
+struct proto_err {
+    const char *code;    /* one of PERR_* */
+    char message[200];
+};
+
+/* Parse and validate one line (without its newline). 0 on success;
+ * -1 with err filled. Never reads past len. */
+int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
+                struct proto_req *req, struct proto_err *err);
+void proto_req_free(struct proto_req *req);
+
+const char *proto_op_name(enum proto_op op);
+
+/* Reply helpers: append one complete line (with "\n") to out. */
+int proto_reply_error(struct buf *out, const char *code, const char *message);
+/* Start "{\"ok\":true," ... callers append fields then proto_reply_end. */
+int proto_reply_begin(struct buf *out);
+int proto_reply_end(struct buf *out);
+
+/* Locate the raw bytes of top-level member `key` of a JSON object text
+ * that is already known to be valid JSON. Returns 0 and sets start and vlen,
+ * or -1 if absent. Pure; exposed for tests. */
+int proto_find_member(const char *json, size_t len, const char *key,
+                      const char **start, size_t *vlen);
+
+#endif

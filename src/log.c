@@ -1,0 +1,90 @@
+/* log.c - key=value lines on stderr, one write(2) per event. */
+#include "log.h"
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static enum log_level log_level_cur = LOG_INFO;
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+void log_set_level(enum log_level l)
+{
+    log_level_cur = l;
+}
+
+int log_enabled(enum log_level l)
+{
+    return l <= log_level_cur;
+}
+
+int log_level_parse(const char *s, enum log_level *out)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof level_names / sizeof level_names[0]; i++)
+        if (strcasecmp(s, level_names[i]) == 0) {
+            *out = (enum log_level)i;
+            return 0;
+        }
+    return -1;
+}
+
+void log_event(enum log_level l, const char *event, const char *fmt, ...)
+{
+    char line[2048], ts[32];
+    va_list ap;
+    int n, m;
+
+    if (!log_enabled(l))
+        return;
+    util_fmt_time(util_now_ms(), ts, sizeof ts);
+    n = snprintf(line, sizeof line, "ts=%s level=%s event=%s", ts, level_names[l], event);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof line)
+        n = sizeof line - 1;
+    if (fmt && *fmt && (size_t)n < sizeof line - 2) {
+        line[n++] = ' ';
+        va_start(ap, fmt);
+        m = vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+        va_end(ap);
+        if (m > 0)
+            n += m;
+        if ((size_t)n >= sizeof line - 1)
+            n = sizeof line - 2;
+    }
+    line[n++] = '\n';
+    /* a failed log write has nowhere to be reported */
+    if (write(STDERR_FILENO, line, (size_t)n) < 0)
+        return;
+}
+
+const char *log_q(const char *s, char *out, size_t n)
+{
+    size_t o = 0;
+
+    if (n < 3) {
+        if (n)
+            out[0] = '\0';
+        return out;
+    }
+    out[o++] = '"';
+    for (; s && *s && o + 3 < n; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            out[o++] = '\\';
+            out[o++] = (char)c;
+        } else if (c < 0x20 || c == 0x7f) {
+            out[o++] = '?';
+        } else {
+            out[o++] = (char)c;
+        }
+    }
+    out[o++] = '"';
+    out[o] = '\0';
+    return out;
+}

@@ -1,0 +1,368 @@
+/* proto.c - request parsing and validation, reply framing. Pure. */
+#include "proto.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    enum proto_op op;
+    int admin;
+} ops[] = {
+    {"ping", OP_PING, 0},
+    {"enqueue", OP_ENQUEUE, 0},
+    {"get", OP_GET, 0},
+    {"stats", OP_STATS, 0},
+    {"endpoint.list", OP_ENDPOINT_LIST, 0},
+    {"endpoint.put", OP_ENDPOINT_PUT, 1},
+    {"endpoint.delete", OP_ENDPOINT_DELETE, 1},
+    {"requeue", OP_REQUEUE, 1},
+    {"purge", OP_PURGE, 1},
+    {"pause", OP_PAUSE, 1},
+    {"resume", OP_RESUME, 1},
+    {"dead_letters", OP_DEAD_LETTERS, 0},
+    {"slow", OP_SLOW, 0},
+    {"metrics", OP_METRICS, 0},
+};
+
+const char *proto_op_name(enum proto_op op)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (ops[i].op == op)
+            return ops[i].name;
+    return "none";
+}
+
+static int fail(struct proto_err *err, const char *code, const char *msg)
+{
+    err->code = code;
+    snprintf(err->message, sizeof err->message, "%s", msg);
+    return -1;
+}
+
+static const char *skip_ws(const char *p, const char *e)
+{
+    while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+        p++;
+    return p;
+}
+
+/* p at an opening quote; returns the position after the closing quote */
+static const char *skip_string(const char *p, const char *e)
+{
+    for (p++; p < e; p++) {
+        if (*p == '\\')
+            p++;
+        else if (*p == '"')
+            return p + 1;
+    }
+    return NULL;
+}
+
+static const char *skip_value(const char *p, const char *e)
+{
+    int depth = 0;
+
+    if (p >= e)
+        return NULL;
+    if (*p == '"')
+        return skip_string(p, e);
+    if (*p != '{' && *p != '[') {
+        while (p < e && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\t' &&
+               *p != '\n' && *p != '\r')
+            p++;
+        return p;
+    }
+    while (p < e) {
+        if (*p == '"') {
+            p = skip_string(p, e);
+            if (!p)
+                return NULL;
+            continue;
+        }
+        if (*p == '{' || *p == '[')
+            depth++;
+        else if (*p == '}' || *p == ']') {
+            if (--depth == 0)
+                return p + 1;
+        }
+        p++;
+    }
+    return NULL;
+}
+
+int proto_find_member(const char *json, size_t len, const char *key, const char **start,
+                      size_t *vlen)
+{
+    const char *p = json, *e = json + len, *k, *ke, *v, *ve;
+    size_t klen = strlen(key);
+
+    p = skip_ws(p, e);
+    if (p >= e || *p != '{')
+        return -1;
+    p = skip_ws(p + 1, e);
+    while (p < e && *p == '"') {
+        k = p + 1;
+        ke = skip_string(p, e);
+        if (!ke)
+            return -1;
+        p = skip_ws(ke, e);
+        if (p >= e || *p != ':')
+            return -1;
+        v = skip_ws(p + 1, e);
+        ve = skip_value(v, e);
+        if (!ve)
+            return -1;
+        if ((size_t)(ke - 1 - k) == klen && memcmp(k, key, klen) == 0) {
+            *start = v;
+            *vlen = (size_t)(ve - v);
+            return 0;
+        }
+        p = skip_ws(ve, e);
+        if (p < e && *p == ',')
+            p = skip_ws(p + 1, e);
+        else
+            break;
+    }
+    return -1;
+}
+
+/* Optional string member: 0 absent, 1 present (copied), -1 wrong type. */
+static int get_str(const cJSON *o, const char *name, char **out, size_t max,
+                   struct proto_err *err)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name);
+    char msg[160];
+
+    if (!it || cJSON_IsNull(it))
+        return 0;
+    if (!cJSON_IsString(it)) {
+        snprintf(msg, sizeof msg, "field '%s' must be a string", name);
+        return fail(err, PERR_BAD_REQUEST, msg);
+    }
+    if (strlen(it->valuestring) == 0 || strlen(it->valuestring) > max) {
+        snprintf(msg, sizeof msg, "field '%s' must be 1-%zu bytes", name, max);
+        return fail(err, PERR_BAD_REQUEST, msg);
+    }
+    *out = strdup(it->valuestring);
+    if (!*out)
+        return fail(err, PERR_INTERNAL, "out of memory");
+    return 1;
+}
+
+/* Optional non-negative integer member: 0 absent, 1 present, -1 bad. */
+static int get_int(const cJSON *o, const char *name, int64_t *out, int64_t min, int64_t max,
+                   struct proto_err *err)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name);
+    char msg[160];
+    double d;
+
+    if (!it || cJSON_IsNull(it))
+        return 0;
+    d = it->valuedouble;
+    if (!cJSON_IsNumber(it) || d != floor(d) || d < (double)min || d > (double)max) {
+        snprintf(msg, sizeof msg, "field '%s' must be an integer in %lld..%lld", name,
+                 (long long)min, (long long)max);
+        return fail(err, PERR_BAD_REQUEST, msg);
+    }
+    *out = (int64_t)d;
+    return 1;
+}
+
+static int printable_id(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x21 || *s == 0x7f)
+            return 0;
+    return 1;
+}
+
+static int parse_enqueue(const char *line, size_t len, const cJSON *o,
+                         const struct proto_limits *lim, struct proto_req *r,
+                         struct proto_err *err)
+{
+    const cJSON *pl = cJSON_GetObjectItemCaseSensitive(o, "payload");
+    const char *raw;
+    size_t rawlen;
+    char msg[160];
+
+    if (get_str(o, "endpoint", &r->endpoint, 64, err) < 0 ||
+        get_str(o, "event_id", &r->event_id, PROTO_EVENT_ID_MAX, err) < 0 ||
+        get_str(o, "event_type", &r->event_type, PROTO_EVENT_TYPE_MAX, err) < 0)
+        return -1;
+    if (!r->endpoint && !r->event_type)
+        return fail(err, PERR_BAD_REQUEST, "enqueue needs 'endpoint' or 'event_type'");
+    if (r->event_id && !printable_id(r->event_id))
+        return fail(err, PERR_BAD_REQUEST, "field 'event_id' must be printable ASCII without blanks");
+    if (r->event_type && !printable_id(r->event_type))
+        return fail(err, PERR_BAD_REQUEST, "field 'event_type' must be printable ASCII without blanks");
+    if (!pl)
+        return fail(err, PERR_BAD_REQUEST, "enqueue needs 'payload'");
+    if (!cJSON_IsObject(pl) && !cJSON_IsArray(pl))
+        return fail(err, PERR_BAD_REQUEST, "field 'payload' must be a JSON object or array");
+    if (proto_find_member(line, len, "payload", &raw, &rawlen) < 0)
+        return fail(err, PERR_BAD_REQUEST, "field name 'payload' must be written without escapes");
+    if (rawlen > lim->max_payload) {
+        snprintf(msg, sizeof msg, "payload is %zu bytes, limit %zu", rawlen, lim->max_payload);
+        return fail(err, PERR_PAYLOAD_TOO_LARGE, msg);
+    }
+    r->payload = malloc(rawlen + 1);
+    if (!r->payload)
+        return fail(err, PERR_INTERNAL, "out of memory");
+    memcpy(r->payload, raw, rawlen);
+    r->payload[rawlen] = '\0';
+    r->payload_len = rawlen;
+    return 0;
+}
+
+int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
+                struct proto_req *r, struct proto_err *err)
+{
+    const char *end = NULL;
+    cJSON *o;
+    const cJSON *opj;
+    size_t i;
+    int rc = -1;
+
+    memset(r, 0, sizeof *r);
+    err->code = NULL;
+    err->message[0] = '\0';
+    if (memchr(line, '\0', len))
+        return fail(err, PERR_BAD_JSON, "request contains a NUL byte");
+    if (!util_utf8_valid(line, len))
+        return fail(err, PERR_BAD_JSON, "request is not valid UTF-8");
+    o = cJSON_ParseWithLengthOpts(line, len, &end, 0);
+    if (!o)
+        return fail(err, PERR_BAD_JSON, "malformed JSON");
+    if (end && skip_ws(end, line + len) != line + len) {
+        fail(err, PERR_BAD_JSON, "trailing data after the JSON object");
+        goto out;
+    }
+    if (!cJSON_IsObject(o)) {
+        fail(err, PERR_BAD_REQUEST, "request must be a JSON object");
+        goto out;
+    }
+    opj = cJSON_GetObjectItemCaseSensitive(o, "op");
+    if (!cJSON_IsString(opj)) {
+        fail(err, PERR_BAD_REQUEST, "field 'op' (string) is required");
+        goto out;
+    }
+    for (i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(opj->valuestring, ops[i].name) == 0)
+            break;
+    if (i == sizeof ops / sizeof ops[0]) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "unknown op '%.64s'", opj->valuestring);
+        fail(err, PERR_UNKNOWN_OP, msg);
+        goto out;
+    }
+    r->op = ops[i].op;
+    r->admin_only = ops[i].admin;
+
+    switch (r->op) {
+    case OP_ENQUEUE:
+        if (parse_enqueue(line, len, o, lim, r, err) < 0)
+            goto out;
+        break;
+    case OP_GET:
+        if (get_int(o, "id", &r->id, 1, INT64_MAX / 2, err) <= 0) {
+            if (!err->code || r->id == 0)
+                fail(err, PERR_BAD_REQUEST, "get needs 'id' (positive integer)");
+            goto out;
+        }
+        break;
+    case OP_REQUEUE: {
+        int hid = get_int(o, "id", &r->id, 1, INT64_MAX / 2, err);
+        int hep;
+        if (hid < 0)
+            goto out;
+        hep = get_str(o, "endpoint", &r->endpoint, 64, err);
+        if (hep < 0 || get_int(o, "since", &r->since_ms, 0, INT64_MAX / 2, err) < 0)
+            goto out;
+        if ((hid > 0) == (hep > 0)) {
+            fail(err, PERR_BAD_REQUEST, "requeue needs exactly one of 'id' or 'endpoint'");
+            goto out;
+        }
+        break;
+    }
+    case OP_PURGE:
+        if (get_str(o, "endpoint", &r->endpoint, 64, err) < 0 ||
+            get_int(o, "since", &r->since_ms, 0, INT64_MAX / 2, err) < 0)
+            goto out;
+        break;
+    case OP_PAUSE:
+    case OP_RESUME:
+    case OP_ENDPOINT_DELETE: {
+        int h = get_str(o, r->op == OP_ENDPOINT_DELETE ? "name" : "endpoint", &r->endpoint, 64, err);
+        if (h < 0)
+            goto out;
+        if (h == 0) {
+            fail(err, PERR_BAD_REQUEST,
+                 r->op == OP_ENDPOINT_DELETE ? "field 'name' is required" : "field 'endpoint' is required");
+            goto out;
+        }
+        break;
+    }
+    case OP_ENDPOINT_PUT:
+        if (get_str(o, "name", &r->endpoint, 64, err) <= 0) {
+            if (!r->endpoint && err->code == NULL)
+                fail(err, PERR_BAD_REQUEST, "field 'name' is required");
+            goto out;
+        }
+        r->body = o;
+        o = NULL; /* ownership moves to the request */
+        break;
+    case OP_DEAD_LETTERS:
+        r->hours = 24;
+        if (get_int(o, "hours", &r->hours, 1, 24 * 3650, err) < 0)
+            goto out;
+        break;
+    case OP_SLOW:
+        if (get_int(o, "p95_ms", &r->p95_ms, 0, INT64_MAX / 2, err) < 0)
+            goto out;
+        break;
+    default:
+        break;
+    }
+    rc = 0;
+out:
+    cJSON_Delete(o);
+    if (rc < 0)
+        proto_req_free(r);
+    return rc;
+}
+
+void proto_req_free(struct proto_req *r)
+{
+    free(r->endpoint);
+    free(r->event_id);
+    free(r->event_type);
+    free(r->payload);
+    cJSON_Delete(r->body);
+    memset(r, 0, sizeof *r);
+}
+
+int proto_reply_error(struct buf *out, const char *code, const char *message)
+{
+    if (buf_puts(out, "{\"ok\":false,\"error\":{\"code\":") < 0 || buf_json_str(out, code) < 0 ||
+        buf_puts(out, ",\"message\":") < 0 || buf_json_str(out, message) < 0 ||
+        buf_puts(out, "}}\n") < 0)
+        return -1;
+    return 0;
+}
+
+int proto_reply_begin(struct buf *out)
+{
+    return buf_puts(out, "{\"ok\":true");
+}
+
+int proto_reply_end(struct buf *out)
+{
+    return buf_puts(out, "}\n");
+}
