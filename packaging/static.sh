@@ -1,0 +1,302 @@
+#!/bin/sh
+# Build a fully static x86-64 hookd on musl (see packaging/README.md).
+#
+#   packaging/static.sh            deps (cached) + build/static/hookd + stripped copy
+#   packaging/static.sh deps       only download and build the dependencies
+#
+# Dependency sources are Debian bookworm source packages (Debian's patches
+# applied by dpkg-source), fetched with a private apt configuration under
+# packaging/.cache/ (the system's apt sources are never touched). Everything
+# downloaded or built stays in packaging/.cache/ (git-ignored). Re-running
+# reuses the cache; the hookd objects are rebuilt by the top Makefile.
+#
+# Environment: MAKE (default make), JOBS (default nproc), STATIC_BUILD
+# (default build/static), STATIC_CACHE (default packaging/.cache).
+set -eu
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${STATIC_CACHE:-$TOP/packaging/.cache}
+BUILD=${STATIC_BUILD:-build/static}
+MAKE=${MAKE:-make}
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+# Bump when the way a dependency is built changes: forces a rebuild of the prefix.
+RECIPE=3
+PREFIX=$CACHE/prefix
+SRC=$CACHE/src
+DL=$CACHE/dl
+STAMPS=$CACHE/stamps-r$RECIPE
+TOOLS="musl-tools dpkg-dev tcl xz-utils file debian-archive-keyring gcc make pkg-config"
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+DEP_CFLAGS="-O2 -ffunction-sections -fdata-sections -ffile-prefix-map=$CACHE=."
+
+say() { printf 'static: %s\n' "$*" >&2; }
+die() { printf 'static: error: %s\n' "$*" >&2; exit 1; }
+now() { date +%s; }
+
+[ "$(uname -m)" = x86_64 ] || die "only x86-64 is supported (this is $(uname -m))"
+
+# ---------------------------------------------------------------- tools
+need_tools() {
+    missing=""
+    for p in $TOOLS; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+            missing="$missing $p"
+    done
+    [ -z "$missing" ] && return 0
+    say "installing build tools:$missing"
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    # shellcheck disable=SC2086
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+}
+
+# ---------------------------------------------------------------- sources
+# A private apt setup per suite: only deb-src lines, own lists and cache.
+apt_private() { # suite-name dir
+    name=$1 dir=$2
+    mkdir -p "$dir/parts" "$dir/lists/partial" "$dir/cache/archives/partial"
+    case $name in
+    bookworm)
+        cat >"$dir/parts/src.sources" <<EOF
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: $KEYRING
+
+Types: deb-src
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: $KEYRING
+EOF
+        ;;
+    trixie)
+        cat >"$dir/parts/src.sources" <<EOF
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: trixie
+Components: main
+Signed-By: $KEYRING
+EOF
+        ;;
+    esac
+}
+
+apt_src() { # dir apt-args...
+    dir=$1; shift
+    apt-get -q -o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$dir/parts" \
+        -o Dir::State::Lists="$dir/lists" -o Dir::Cache="$dir/cache" \
+        -o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null \
+        -o APT::Sandbox::User=root "$@"
+}
+
+apt_updated=""
+fetch() { # source-package [suite]: downloads into $DL/<pkg>/, sets $dsc
+    pkg=$1 suite=${2:-bookworm}
+    d=$DL/$pkg
+    dsc=$(ls "$d"/*.dsc 2>/dev/null | head -n 1 || true)
+    if [ -n "$dsc" ] && [ -f "$d/.complete" ]; then return 0; fi
+    rm -rf "$d"; mkdir -p "$d"
+    adir=$CACHE/apt-$suite
+    case " $apt_updated " in
+    *" $suite "*) ;;
+    *) apt_private "$suite" "$adir"
+       say "apt update (private deb-src config, $suite)"
+       apt_src "$adir" update >/dev/null || return 1
+       apt_updated="$apt_updated $suite" ;;
+    esac
+    say "downloading source package $pkg ($suite)"
+    (cd "$d" && apt_src "$adir" source --download-only "$pkg") >&2 || return 1
+    dsc=$(ls "$d"/*.dsc 2>/dev/null | head -n 1 || true)
+    [ -n "$dsc" ] || return 1
+    touch "$d/.complete"
+}
+
+unpack() { # source-package -> $SRC/<pkg> with Debian's patches applied; sets $srcdir
+    pkg=$1
+    srcdir=$SRC/$pkg
+    [ -f "$STAMPS/unpack-$pkg" ] && [ -d "$srcdir" ] && return 0
+    dsc=$(ls "$DL/$pkg"/*.dsc | head -n 1)
+    rm -rf "$srcdir"; mkdir -p "$SRC"
+    say "unpacking $(basename "$dsc") (Debian patches applied)"
+    # No debian-keyring here: dpkg-source cannot check the .dsc signature
+    # itself, but apt already checked every file against the signed index.
+    dpkg-source --no-check -x "$dsc" "$srcdir" >/dev/null
+    touch "$STAMPS/unpack-$pkg"
+}
+
+get_sources() {
+    for p in mbedtls curl sqlite3 cjson; do
+        fetch "$p" || die "could not download the Debian source package $p"
+    done
+    # bookworm's libinih orig tarball has answered 404; trixie's libinih
+    # (same C API) is the fallback.
+    if ! fetch libinih bookworm; then
+        say "bookworm libinih not downloadable; falling back to trixie's"
+        fetch libinih trixie || die "could not download libinih (bookworm or trixie)"
+    fi
+    for p in mbedtls curl sqlite3 cjson libinih; do unpack "$p"; done
+}
+
+# ---------------------------------------------------------------- builds
+timed() { # name command...
+    name=$1; shift
+    [ -f "$STAMPS/built-$name" ] && { say "$name: cached"; return 0; }
+    t0=$(now)
+    say "$name: building"
+    "$@" >"$CACHE/log-$name.txt" 2>&1 || { tail -n 40 "$CACHE/log-$name.txt" >&2; die "$name failed (log: $CACHE/log-$name.txt)"; }
+    say "$name: built in $(( $(now) - t0 )) s"
+    touch "$STAMPS/built-$name"
+}
+
+build_mbedtls() {
+    cd "$SRC/mbedtls"
+    h=include/mbedtls/config.h
+    sed -i -e 's|^//#define MBEDTLS_THREADING_C$|#define MBEDTLS_THREADING_C|' \
+           -e 's|^//#define MBEDTLS_THREADING_PTHREAD$|#define MBEDTLS_THREADING_PTHREAD|' "$h"
+    grep -q '^#define MBEDTLS_THREADING_C$' "$h" || die "mbedtls: could not enable MBEDTLS_THREADING_C"
+    grep -q '^#define MBEDTLS_THREADING_PTHREAD$' "$h" || die "mbedtls: could not enable MBEDTLS_THREADING_PTHREAD"
+    # 2.28 uses the getrandom syscall only under glibc; on musl it would fall
+    # back to opening /dev/urandom at run time. The syscall exists on Linux.
+    e=library/entropy_poll.c
+    sed -i 's|defined(__linux__) && defined(__GLIBC__)|defined(__linux__)|' "$e"
+    grep -q 'defined(__GLIBC__)' "$e" && die "mbedtls: getrandom condition not widened in $e"
+    $MAKE -C library -j"$JOBS" CC=musl-gcc AR=ar CFLAGS="$DEP_CFLAGS" static
+    mkdir -p "$PREFIX/lib" "$PREFIX/include"
+    cp library/libmbedtls.a library/libmbedx509.a library/libmbedcrypto.a "$PREFIX/lib/"
+    rm -rf "$PREFIX/include/mbedtls" "$PREFIX/include/psa"
+    cp -r include/mbedtls include/psa "$PREFIX/include/"
+}
+
+build_curl() {
+    cd "$SRC/curl"
+    # Debian renames the library for its NSS/GnuTLS flavours: undo that.
+    for p in 99_nss.patch 90_gnutls.patch; do
+        if [ -f "debian/patches/$p" ] && patch -p1 -R --dry-run -s -f <"debian/patches/$p" >/dev/null 2>&1; then
+            patch -p1 -R -s -f <"debian/patches/$p"
+        fi
+    done
+    rm -rf build-musl; mkdir build-musl; cd build-musl
+    ../configure CC=musl-gcc CFLAGS="$DEP_CFLAGS" CPPFLAGS="-I$PREFIX/include" LDFLAGS="-L$PREFIX/lib" \
+        --prefix="$PREFIX" --disable-shared --enable-static \
+        --with-mbedtls="$PREFIX" --enable-threaded-resolver \
+        --with-ca-bundle=/etc/ssl/certs/ca-certificates.crt --without-ca-path --without-ca-fallback \
+        --without-openssl --without-gnutls --without-wolfssl --without-bearssl --without-rustls \
+        --without-nss --without-schannel --without-secure-transport --without-amissl \
+        --without-zlib --without-brotli --without-zstd --without-libpsl --without-libidn2 \
+        --without-nghttp2 --without-ngtcp2 --without-nghttp3 --without-quiche --without-msh3 \
+        --without-hyper --without-libssh2 --without-libssh --without-wolfssh --without-librtmp \
+        --without-gssapi --without-libgsasl \
+        --disable-ldap --disable-ldaps --disable-ftp --disable-file --disable-dict \
+        --disable-gopher --disable-imap --disable-pop3 --disable-smtp --disable-rtsp \
+        --disable-telnet --disable-tftp --disable-mqtt --disable-smb --disable-manual \
+        --disable-ntlm-wb
+    $MAKE -C lib -j"$JOBS"
+    $MAKE -C lib install
+    $MAKE -C include install
+    $MAKE install-pkgconfigDATA
+    # The features we rely on; fail loudly if configure silently dropped one.
+    for f in '#define USE_MBEDTLS 1' '#define USE_THREADS_POSIX 1' \
+             '#define CURL_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"'; do
+        grep -qF "$f" lib/curl_config.h || die "curl: '$f' missing from curl_config.h"
+    done
+}
+
+build_sqlite3() {
+    cd "$SRC/sqlite3"
+    rm -rf build-amalg; mkdir build-amalg; cd build-amalg
+    # Debian ships the canonical tree: generate the amalgamation (host gcc, tclsh).
+    ../configure --disable-tcl --disable-readline >/dev/null
+    $MAKE sqlite3.c
+    musl-gcc $DEP_CFLAGS -DSQLITE_THREADSAFE=1 -DHAVE_USLEEP=1 -DHAVE_FDATASYNC=1 \
+        -DHAVE_LOCALTIME_R=1 -DHAVE_GMTIME_R=1 -DHAVE_POSIX_FALLOCATE=1 \
+        -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE_DQS=0 -c -o sqlite3.o sqlite3.c
+    rm -f libsqlite3.a; ar rcs libsqlite3.a sqlite3.o
+    mkdir -p "$PREFIX/lib" "$PREFIX/include"
+    cp libsqlite3.a "$PREFIX/lib/"; cp sqlite3.h sqlite3ext.h "$PREFIX/include/"
+    v=$(sed -n 's/^#define SQLITE_VERSION *"\(.*\)"/\1/p' sqlite3.h)
+    write_pc sqlite3 SQLite "$v" "-lsqlite3" "-lpthread -lm" "-I\${includedir}"
+}
+
+build_cjson() {
+    cd "$SRC/cjson"
+    musl-gcc $DEP_CFLAGS -std=c89 -c -o cJSON.o cJSON.c
+    rm -f libcjson.a; ar rcs libcjson.a cJSON.o
+    mkdir -p "$PREFIX/lib" "$PREFIX/include/cjson"
+    cp libcjson.a "$PREFIX/lib/"; cp cJSON.h "$PREFIX/include/cjson/"
+    v=$(dpkg-parsechangelog -l debian/changelog -S Version | sed 's/-[^-]*$//')
+    write_pc libcjson libcjson "$v" "-lcjson" "-lm" "-I\${includedir} -I\${includedir}/cjson"
+}
+
+build_libinih() {
+    cd "$SRC/libinih"
+    # Debian builds inih with INI_HANDLER_LINENO=1 (4-argument handler); so
+    # does the Makefile, so both builds use the same handler signature.
+    musl-gcc $DEP_CFLAGS -DINI_HANDLER_LINENO=1 -c -o ini.o ini.c
+    rm -f libinih.a; ar rcs libinih.a ini.o
+    mkdir -p "$PREFIX/lib" "$PREFIX/include"
+    cp libinih.a "$PREFIX/lib/"; cp ini.h "$PREFIX/include/"
+    v=$(dpkg-parsechangelog -l debian/changelog -S Version | sed 's/-[^-]*$//')
+    write_pc inih inih "$v" "-linih" "" "-I\${includedir}"
+}
+
+write_pc() { # file name version libs libs.private cflags
+    mkdir -p "$PREFIX/lib/pkgconfig"
+    cat >"$PREFIX/lib/pkgconfig/$1.pc" <<EOF
+prefix=$PREFIX
+libdir=\${prefix}/lib
+includedir=\${prefix}/include
+
+Name: $2
+Description: $2 (static, musl; built by packaging/static.sh)
+Version: $3
+Libs: -L\${libdir} $4
+Libs.private: $5
+Cflags: $6
+EOF
+}
+
+build_deps() {
+    mkdir -p "$STAMPS" "$PREFIX"
+    get_sources
+    timed mbedtls build_mbedtls
+    timed curl build_curl
+    timed sqlite3 build_sqlite3
+    timed cjson build_cjson
+    timed libinih build_libinih
+    for pc in sqlite3 libcurl libcjson inih; do
+        [ -f "$PREFIX/lib/pkgconfig/$pc.pc" ] || die "missing $PREFIX/lib/pkgconfig/$pc.pc"
+    done
+}
+
+# ---------------------------------------------------------------- hookd
+build_hookd() {
+    cd "$TOP"
+    t0=$(now)
+    say "hookd: building $BUILD/hookd with musl-gcc"
+    PKG_CONFIG_LIBDIR=$PREFIX/lib/pkgconfig PKG_CONFIG_PATH= PKG_CONFIG_SYSROOT_DIR= \
+    $MAKE -j"$JOBS" BUILD="$BUILD" CC=musl-gcc PKG_CONFIG="pkg-config --static" \
+        OPT="-O2 -g -ffunction-sections -fdata-sections -ffile-prefix-map=$TOP=." \
+        LDFLAGS="-static -pthread -L$PREFIX/lib -Wl,--gc-sections -Wl,--build-id" \
+        "$BUILD/hookd"
+    out=$BUILD/hookd
+    file "$out" | grep -q 'statically linked' || die "$out is not statically linked: $(file "$out")"
+    if ldd "$out" >/dev/null 2>&1; then die "ldd thinks $out is dynamic"; fi
+    strip --strip-all -o "$out.stripped.tmp" "$out" && mv "$out.stripped.tmp" "$out.stripped"
+    "$out.stripped" --version >/dev/null || die "$out.stripped --version failed"
+    say "hookd: built in $(( $(now) - t0 )) s: $out ($(stat -c %s "$out") bytes), $out.stripped ($(stat -c %s "$out.stripped") bytes)"
+    say "$(file -b "$out.stripped")"
+}
+
+# ---------------------------------------------------------------- main
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.lock"
+flock 9
+T0=$(now)
+need_tools
+build_deps
+say "dependencies ready in $(( $(now) - T0 )) s (prefix: $PREFIX)"
+[ "${1:-}" = deps ] && exit 0
+build_hookd
+say "total $(( $(now) - T0 )) s"
