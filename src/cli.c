@@ -1422,7 +1422,7 @@ static const struct cmd commands[] = {
     CLIENT("ping", 0, "ping", "Check that the daemon answers.", "ping", 0, 0, 0, build_none,
            show_ping),
     CLIENT("send", 0,
-           "send [--endpoint NAME | --type TYPE] [--event-id ID] [--type TYPE]\n"
+           "send (--endpoint NAME [--type TYPE] | --type TYPE) [--event-id ID]\n"
            "                  (--data JSON | --file FILE | payload on stdin)",
            "Queue one event: for one endpoint, or with only --type for every subscriber.",
            "enqueue", OB(O_ENDPOINT) | OB(O_TYPE) | OB(O_EVENT_ID) | OB(O_DATA) | OB(O_FILE), 0, 0,
