@@ -39,7 +39,7 @@ LIB_SRCS := \
 	src/writer.c \
 	src/reader.c \
 	src/deliver.c \
-	src/sched.c \
+	src/cron.c \
 	src/metrics.c \
 	src/server.c \
 	src/cli.c
@@ -77,7 +77,7 @@ deps:
 
 $(BUILD)/gen/schema_sql.h: $(SCHEMA) Makefile
 	@mkdir -p $(@D)
-	@{ echo "/* generated from schema/*.sql by make: do not edit */"; \
+	@{ echo "/* generated from the schema directory by make: do not edit */"; \
 	   n=0; for f in $(SCHEMA); do n=$$((n+1)); \
 	     echo "static const char schema_sql_$$n[] ="; \
 	     sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n"/' $$f; \

@@ -1,0 +1,31 @@
+/* db.h - SQLite connections: the one writer (all writes and checkpoints)
+ * and read-only readers; schema migration by PRAGMA user_version. */
+#ifndef HOOKD_DB_H
+#define HOOKD_DB_H
+#include <sqlite3.h>
+#include <stddef.h>
+
+#include "config.h"
+
+/* Highest schema version this binary knows. */
+int db_schema_version(void);
+
+/* Open (creating the file and its directory 0750 if needed), refuse a
+ * newer schema or a file that is not a hookd database, apply pending
+ * migrations, set WAL, synchronous and busy_timeout. */
+int db_open_writer(const struct config *c, sqlite3 **out, char *err, size_t errlen);
+/* Read-only connection that never checkpoints (not even on close). */
+int db_open_reader(const struct config *c, sqlite3 **out, char *err, size_t errlen);
+void db_close(sqlite3 *db);
+
+int db_exec(sqlite3 *db, const char *sql);
+int db_begin(sqlite3 *db);     /* BEGIN IMMEDIATE */
+int db_commit(sqlite3 *db);
+void db_rollback(sqlite3 *db); /* no-op outside a transaction */
+/* Prepare for the connection's life (SQLITE_PREPARE_PERSISTENT). */
+int db_prepare(sqlite3 *db, sqlite3_stmt **st, const char *sql);
+
+/* Map a SQLite result code to a protocol error code (storage_full, ...). */
+const char *db_error_code(int rc);
+
+#endif

@@ -1,0 +1,58 @@
+/* deliver.h - the delivery engine: a pool of threads, each driving a
+ * libcurl multi handle with many concurrent transfers.
+ *
+ * Ownership: the writer builds a djob for each claimed row and passes it
+ * to deliver_submit(); from then on the delivery thread owns it until it
+ * hands the finished job (result filled in) to the done callback, which
+ * gives it back to the writer. Jobs are never dropped: at shutdown the
+ * ones that were not attempted come back with attempted = 0. */
+#ifndef HOOKD_DELIVER_H
+#define HOOKD_DELIVER_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "endpoint.h"
+#include "outcome.h"
+
+#define DJOB_SNIPPET 256
+
+struct djob {
+    struct djob *next;
+    int64_t id;              /* webhook_queue.id */
+    struct ep_conf *ep;      /* reference held by the job */
+    char *event_id;
+    char *payload;
+    size_t payload_len;
+    int attempt_count;       /* before this attempt */
+    int max_attempts;
+    int probe;               /* the breaker's half-open probe */
+    int64_t claimed_mono_us;
+    int64_t created_at;      /* enqueue time (ms), for first-attempt latency */
+    /* result */
+    int attempted;           /* 0: given back without a try (shutdown) */
+    int http_status;         /* 0: no response */
+    enum errclass errc;
+    char error[200];         /* short, never includes body or secrets */
+    int64_t response_ms;
+    int64_t retry_after_ms;  /* -1 when absent */
+    int64_t started_at;      /* wall clock of the attempt */
+};
+
+void djob_free(struct djob *j);
+
+struct deliver;
+
+typedef void (*deliver_done_fn)(void *ctx, struct djob *list);
+
+/* curl_global_init must have run. nthreads >= 1. */
+int deliver_start(struct deliver **out, const struct config *c, int nthreads,
+                  deliver_done_fn done, void *ctx);
+/* Hand jobs (a linked list) to the pool. */
+void deliver_submit(struct deliver *d, struct djob *list);
+/* Stop: transfers in flight get grace_ms to finish, then are aborted;
+ * every job comes back through the callback before this returns. */
+void deliver_stop(struct deliver *d, int64_t grace_ms);
+void deliver_free(struct deliver *d);
+
+#endif

@@ -1,0 +1,501 @@
+/* deliver.c - delivery threads, each driving one libcurl multi handle.
+ * Handles are never shared between threads; curl_global_init ran before
+ * any thread started (server.c). */
+#include "deliver.h"
+#include "log.h"
+#include "netpolicy.h"
+#include "retry_after.h"
+#include "sign.h"
+#include "util.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* beyond this the body is not worth reading: the status line decided */
+#define BODY_CAP (64 * 1024)
+
+struct xfer {
+    struct xfer *next, *prev;   /* active list */
+    CURL *easy;
+    struct curl_slist *hdrs;
+    struct djob *job;
+    struct dthread *t;
+    size_t body_seen;
+    int body_capped;
+    int blocked;
+    const char *block_reason;
+    char snippet[DJOB_SNIPPET];
+    size_t snip_len;
+    char retry_after[64];
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+struct dthread {
+    struct deliver *d;
+    pthread_t th;
+    CURLM *multi;
+    pthread_mutex_t mu;
+    struct djob *inbox, **inbox_tail;   /* under mu */
+    int stop;                           /* under mu */
+    int64_t deadline_mono;              /* under mu */
+    struct xfer *active;                /* thread only */
+    struct xfer *spare;                 /* reusable easy handles */
+    int nactive;
+};
+
+struct deliver {
+    const struct config *c;
+    struct netpolicy np;
+    int n;          /* threads running */
+    int nalloc;     /* threads set up (to free) */
+    struct dthread *t;
+    deliver_done_fn done;
+    void *ctx;
+    unsigned rr;                        /* atomic */
+};
+
+void djob_free(struct djob *j)
+{
+    if (!j)
+        return;
+    ep_conf_unref(j->ep);
+    free(j->event_id);
+    free(j->payload);
+    free(j);
+}
+
+static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    struct xfer *x = clientp;
+    const char *reason = NULL;
+
+    (void)purpose;
+    if (netpolicy_check(&x->t->d->np, &a->addr, &reason) < 0) {
+        x->blocked = 1;
+        x->block_reason = reason;
+        return CURL_SOCKET_BAD;
+    }
+    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+    struct xfer *x = ud;
+    size_t len = sz * n, take;
+
+    if (x->snip_len < sizeof x->snippet - 1) {
+        take = sizeof x->snippet - 1 - x->snip_len;
+        if (take > len)
+            take = len;
+        memcpy(x->snippet + x->snip_len, p, take);
+        x->snip_len += take;
+    }
+    x->body_seen += len;
+    if (x->body_seen > BODY_CAP) {
+        x->body_capped = 1;
+        return 0;  /* stop reading: an endless body must not hold the slot */
+    }
+    return len;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
+    struct xfer *x = ud;
+    size_t len = sz * n;
+
+    if (len > 12 && strncasecmp(p, "Retry-After:", 12) == 0) {
+        size_t v = len - 12;
+        if (v >= sizeof x->retry_after)
+            v = sizeof x->retry_after - 1;
+        memcpy(x->retry_after, p + 12, v);
+        x->retry_after[v] = '\0';
+        x->retry_after[strcspn(x->retry_after, "\r\n")] = '\0';
+    }
+    return len;
+}
+
+static int add_header(struct curl_slist **l, const char *h)
+{
+    struct curl_slist *n = curl_slist_append(*l, h);
+
+    if (!n)
+        return -1;
+    *l = n;
+    return 0;
+}
+
+static int build_headers(struct xfer *x, int64_t ts)
+{
+    struct djob *j = x->job;
+    const struct ep_conf *e = j->ep;
+    char line[64 + SIGN_MAX_SECRETS * (SIGN_SIG_LEN + 1)];
+    size_t i;
+    int n;
+
+    if (add_header(&x->hdrs, "Content-Type: application/json") < 0 ||
+        add_header(&x->hdrs, "User-Agent: hookd/" HOOKD_VERSION) < 0 ||
+        add_header(&x->hdrs, "Expect:") < 0)
+        return -1;
+    snprintf(line, sizeof line, "webhook-id: %s", j->event_id);
+    if (add_header(&x->hdrs, line) < 0)
+        return -1;
+    snprintf(line, sizeof line, "webhook-timestamp: %lld", (long long)ts);
+    if (add_header(&x->hdrs, line) < 0)
+        return -1;
+    if (e->nkeys) {
+        n = snprintf(line, sizeof line, "webhook-signature: ");
+        if (sign_header_value(e->keys, e->nkeys, j->event_id, ts, j->payload, j->payload_len, line + n,
+                              sizeof line - (size_t)n) < 0)
+            return -1;
+        if (add_header(&x->hdrs, line) < 0)
+            return -1;
+        explicit_bzero(line, sizeof line);
+    }
+    for (i = 0; i < e->def.nheaders; i++)
+        if (add_header(&x->hdrs, e->def.headers[i]) < 0)
+            return -1;
+    return 0;
+}
+
+static void job_fail_now(struct djob *j, enum errclass c, const char *msg)
+{
+    j->attempted = 1;
+    j->errc = c;
+    j->http_status = 0;
+    j->response_ms = 0;
+    util_strlcpy(j->error, msg, sizeof j->error);
+}
+
+static struct xfer *xfer_get(struct dthread *t)
+{
+    struct xfer *x = t->spare;
+
+    if (x) {
+        t->spare = x->next;
+        curl_easy_reset(x->easy);
+    } else {
+        x = calloc(1, sizeof *x);
+        if (!x)
+            return NULL;
+        x->easy = curl_easy_init();
+        if (!x->easy) {
+            free(x);
+            return NULL;
+        }
+    }
+    {
+        CURL *keep = x->easy;
+        memset(x, 0, sizeof *x);
+        x->easy = keep;
+    }
+    x->t = t;
+    return x;
+}
+
+static void xfer_put(struct dthread *t, struct xfer *x)
+{
+    curl_slist_free_all(x->hdrs);
+    x->hdrs = NULL;
+    x->job = NULL;
+    x->next = t->spare;
+    t->spare = x;
+}
+
+/* Returns 0 if started; otherwise the job is finished (failed) in place. */
+static int start_transfer(struct dthread *t, struct djob *j)
+{
+    const struct config *c = t->d->c;
+    const struct ep_settings *s = &j->ep->eff;
+    struct xfer *x = xfer_get(t);
+    CURL *h;
+
+    j->started_at = util_now_ms();
+    if (!x) {
+        job_fail_now(j, ERRC_INTERNAL, "out of memory");
+        return -1;
+    }
+    x->job = j;
+    if (build_headers(x, j->started_at / 1000) < 0) {
+        job_fail_now(j, ERRC_INTERNAL, "cannot build request headers");
+        xfer_put(t, x);
+        return -1;
+    }
+    h = x->easy;
+    curl_easy_setopt(h, CURLOPT_URL, j->ep->def.url);
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, j->payload);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)j->payload_len);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, x->hdrs);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)s->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)s->connect_timeout_ms);
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_PROXY, "");   /* no proxy from the environment */
+    curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+    curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, x);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
+    curl_easy_setopt(h, CURLOPT_PRIVATE, x);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (c->ca_file && *c->ca_file)
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+    if (curl_multi_add_handle(t->multi, h) != CURLM_OK) {
+        job_fail_now(j, ERRC_INTERNAL, "cannot start transfer");
+        xfer_put(t, x);
+        return -1;
+    }
+    x->prev = NULL;
+    x->next = t->active;
+    if (t->active)
+        t->active->prev = x;
+    t->active = x;
+    t->nactive++;
+    return 0;
+}
+
+static void unlink_active(struct dthread *t, struct xfer *x)
+{
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        t->active = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    t->nactive--;
+}
+
+static void printable(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+            *s = ' ';
+}
+
+static void finish_transfer(struct dthread *t, struct xfer *x, CURLcode rc)
+{
+    struct djob *j = x->job;
+    curl_off_t total_us = 0;
+    long status = 0;
+
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME_T, &total_us);
+    j->attempted = 1;
+    j->response_ms = (int64_t)(total_us / 1000);
+    j->retry_after_ms = -1;
+    if (x->retry_after[0]) {
+        int64_t d;
+        if (retry_after_parse(x->retry_after, util_now_ms(), &d) == 0)
+            j->retry_after_ms = d;
+    }
+    if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && x->body_capped && status > 0)) {
+        j->http_status = (int)status;
+        j->errc = ERRC_NONE;
+        j->error[0] = '\0';
+        if (status < 200 || status >= 300) {
+            x->snippet[x->snip_len] = '\0';
+            printable(x->snippet);
+            util_strlcpy(j->error, x->snippet, 121);
+        }
+    } else if (x->blocked) {
+        j->http_status = 0;
+        j->errc = ERRC_BLOCKED;
+        snprintf(j->error, sizeof j->error, "address refused by SSRF guard (%s range; see allow_networks)",
+                 x->block_reason ? x->block_reason : "blocked");
+    } else {
+        j->http_status = 0;
+        j->errc = outcome_errclass_from_curl((int)rc);
+        util_strlcpy(j->error, x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc), sizeof j->error);
+        printable(j->error);
+    }
+    curl_multi_remove_handle(t->multi, x->easy);
+    unlink_active(t, x);
+    xfer_put(t, x);
+}
+
+static void *dthread_main(void *arg)
+{
+    struct dthread *t = arg;
+    struct deliver *d = t->d;
+
+    for (;;) {
+        struct djob *in, *done = NULL, **dtail = &done, *j, *next;
+        CURLMsg *m;
+        int running = 0, left, stop;
+        int64_t deadline;
+
+        pthread_mutex_lock(&t->mu);
+        in = t->inbox;
+        t->inbox = NULL;
+        t->inbox_tail = &t->inbox;
+        stop = t->stop;
+        deadline = t->deadline_mono;
+        pthread_mutex_unlock(&t->mu);
+
+        for (j = in; j; j = next) {
+            next = j->next;
+            j->next = NULL;
+            if (stop) {
+                j->attempted = 0;  /* not started: back to the queue untouched */
+                *dtail = j;
+                dtail = &j->next;
+            } else if (start_transfer(t, j) < 0) {
+                *dtail = j;
+                dtail = &j->next;
+            }
+        }
+        if (stop && util_mono_ms() >= deadline) {
+            /* grace is over: abort what is left; those rows go back */
+            while (t->active) {
+                struct xfer *x = t->active;
+                x->job->attempted = 0;
+                *dtail = x->job;
+                dtail = &x->job->next;
+                curl_multi_remove_handle(t->multi, x->easy);
+                unlink_active(t, x);
+                xfer_put(t, x);
+            }
+        }
+        curl_multi_perform(t->multi, &running);
+        while ((m = curl_multi_info_read(t->multi, &left))) {
+            struct xfer *x = NULL;
+            if (m->msg != CURLMSG_DONE)
+                continue;
+            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+            j = x->job;
+            finish_transfer(t, x, m->data.result);
+            *dtail = j;
+            dtail = &j->next;
+        }
+        if (done)
+            d->done(d->ctx, done);
+        if (stop && !t->active) {
+            pthread_mutex_lock(&t->mu);
+            int empty = t->inbox == NULL;
+            pthread_mutex_unlock(&t->mu);
+            if (empty)
+                break;
+        }
+        {
+            int timeout = 1000;
+            if (stop) {
+                int64_t left_ms = deadline - util_mono_ms();
+                timeout = left_ms < 0 ? 0 : (left_ms < 1000 ? (int)left_ms : 1000);
+            }
+            curl_multi_poll(t->multi, NULL, 0, timeout, NULL);
+        }
+    }
+    return NULL;
+}
+
+int deliver_start(struct deliver **out, const struct config *c, int nthreads, deliver_done_fn done, void *ctx)
+{
+    struct deliver *d = calloc(1, sizeof *d);
+    char err[256];
+    int i;
+
+    if (!d)
+        return -1;
+    d->c = c;
+    d->done = done;
+    d->ctx = ctx;
+    if (netpolicy_parse(&d->np, c->allow_networks, err, sizeof err) < 0) {
+        log_error("deliver_start", "err=\"allow_networks: %s\"", err);
+        free(d);
+        return -1;
+    }
+    d->t = calloc((size_t)nthreads, sizeof *d->t);
+    if (!d->t) {
+        free(d);
+        return -1;
+    }
+    for (i = 0; i < nthreads; i++) {
+        struct dthread *t = &d->t[i];
+        t->d = d;
+        t->inbox_tail = &t->inbox;
+        pthread_mutex_init(&t->mu, NULL);
+        d->nalloc++;
+        t->multi = curl_multi_init();
+        if (!t->multi)
+            goto fail;
+        curl_multi_setopt(t->multi, CURLMOPT_MAXCONNECTS, 1024L);
+        if (pthread_create(&t->th, NULL, dthread_main, t) != 0) {
+            curl_multi_cleanup(t->multi);
+            t->multi = NULL;
+            goto fail;
+        }
+        d->n++;
+    }
+    *out = d;
+    return 0;
+fail:
+    deliver_stop(d, 0);
+    deliver_free(d);
+    return -1;
+}
+
+void deliver_submit(struct deliver *d, struct djob *list)
+{
+    /* spread jobs over the threads one by one: a single busy endpoint
+     * still uses every core */
+    while (list) {
+        struct djob *j = list;
+        unsigned i = __atomic_fetch_add(&d->rr, 1, __ATOMIC_RELAXED) % (unsigned)d->n;
+        struct dthread *t = &d->t[i];
+        list = j->next;
+        j->next = NULL;
+        pthread_mutex_lock(&t->mu);
+        *t->inbox_tail = j;
+        t->inbox_tail = &j->next;
+        pthread_mutex_unlock(&t->mu);
+        curl_multi_wakeup(t->multi);
+    }
+}
+
+void deliver_stop(struct deliver *d, int64_t grace_ms)
+{
+    int i;
+
+    for (i = 0; i < d->n; i++) {
+        struct dthread *t = &d->t[i];
+        pthread_mutex_lock(&t->mu);
+        t->stop = 1;
+        t->deadline_mono = util_mono_ms() + grace_ms;
+        pthread_mutex_unlock(&t->mu);
+        curl_multi_wakeup(t->multi);
+    }
+    for (i = 0; i < d->n; i++)
+        pthread_join(d->t[i].th, NULL);
+    d->n = 0;
+}
+
+void deliver_free(struct deliver *d)
+{
+    int i;
+
+    if (!d)
+        return;
+    for (i = 0; i < d->nalloc; i++) {
+        struct dthread *t = &d->t[i];
+        struct xfer *x = t->spare, *next;
+        for (; x; x = next) {
+            next = x->next;
+            curl_easy_cleanup(x->easy);
+            free(x);
+        }
+        if (t->multi)
+            curl_multi_cleanup(t->multi);
+        pthread_mutex_destroy(&t->mu);
+    }
+    free(d->t);
+    free(d);
+}

@@ -1,0 +1,732 @@
+/* server.c - the daemon's event loop: one epoll loop serves every client
+ * of the control socket (no thread per client); requests go to the writer
+ * (enqueue, admin) or the reader (queries) and their replies come back
+ * through a completion list and an eventfd, written in request order. */
+#include "server.h"
+#include "db.h"
+#include "deliver.h"
+#include "log.h"
+#include "proto.h"
+#include "reader.h"
+#include "req.h"
+#include "util.h"
+#include "writer.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define READ_CHUNK 65536
+#define MAX_PENDING_PER_CONN 4096   /* stop reading a pipelining client beyond this */
+#define MAX_OUT_PER_CONN (8 << 20)
+
+struct conn {
+    int fd;
+    uid_t uid;
+    pid_t pid;
+    int admin;
+    struct buf in;
+    struct buf out;
+    struct req *head, *tail;  /* reply FIFO, request order */
+    size_t pending;           /* requests not yet written (incl. in threads) */
+    int eof;                  /* peer finished sending */
+    int dead;                 /* fd closed; freed when pending reaches 0 */
+    int skipping;             /* inside an over-long line */
+    int want_out;
+    int reading;              /* EPOLLIN registered */
+    struct conn *prev, *next; /* all live connections */
+    struct conn *grave;       /* dead ones waiting to be freed */
+};
+
+static struct {
+    const struct config *c;
+    int ep;
+    int lfd;
+    int efd;                  /* completions and shutdown-done */
+    int sfd;
+    pthread_mutex_t mu;
+    struct req *done_head;    /* completions, under mu */
+    struct writer *w;
+    struct reader *rd;
+    struct deliver *d;
+    struct conn *conns;
+    struct conn *grave;       /* freed at the end of a loop turn */
+    size_t nconns;
+    int shutting_down;
+    int stopped;              /* under mu: the stopper thread finished */
+    struct proto_limits lim;
+} S;
+
+/* ---- completions (any thread) ---- */
+
+void server_complete(struct req *r)
+{
+    uint64_t one = 1;
+    int was_empty;
+
+    pthread_mutex_lock(&S.mu);
+    was_empty = S.done_head == NULL;
+    r->next = S.done_head;
+    S.done_head = r;
+    pthread_mutex_unlock(&S.mu);
+    if (was_empty && write(S.efd, &one, sizeof one) < 0 && errno != EAGAIN)
+        log_error("eventfd_write", "err=\"%s\"", strerror(errno));
+}
+
+void req_error(struct req *r, const char *code, const char *fmt, ...)
+{
+    char msg[300];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    r->reply.len = 0;
+    if (proto_reply_error(&r->reply, code, msg) < 0)
+        r->reply.len = 0;
+}
+
+/* ---- connections ---- */
+
+static void conn_free(struct conn *c)
+{
+    buf_free(&c->in);
+    buf_free(&c->out);
+    free(c);
+}
+
+/* Freed only between loop turns, so no caller holds a dangling pointer. */
+static void conn_bury(struct conn *c)
+{
+    c->grave = S.grave;
+    S.grave = c;
+}
+
+static void conn_reap(void)
+{
+    while (S.grave) {
+        struct conn *c = S.grave;
+        S.grave = c->grave;
+        conn_free(c);
+    }
+}
+
+static void conn_close(struct conn *c)
+{
+    struct req *r, *next;
+
+    if (c->dead)
+        return;
+    epoll_ctl(S.ep, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    c->fd = -1;
+    c->dead = 1;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        S.conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    S.nconns--;
+    /* finished replies nobody will read; requests still in a thread are
+     * freed when they come back */
+    for (r = c->head; r && r->done; r = next) {
+        next = r->fifo;
+        c->head = next;
+        c->pending--;
+        proto_req_free(&r->p);
+        buf_free(&r->reply);
+        free(r);
+    }
+    if (!c->head)
+        c->tail = NULL;
+    if (c->pending == 0)
+        conn_bury(c);
+}
+
+static void conn_update_events(struct conn *c)
+{
+    struct epoll_event ev = {0};
+
+    if (c->dead)
+        return;
+    c->reading = !c->eof && c->pending < MAX_PENDING_PER_CONN && c->out.len < MAX_OUT_PER_CONN;
+    ev.events = (c->reading ? EPOLLIN : 0) | (c->want_out ? EPOLLOUT : 0) | EPOLLRDHUP;
+    ev.data.ptr = c;
+    epoll_ctl(S.ep, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* Move finished replies from the FIFO head to the output buffer, write
+ * what the socket takes. */
+static void conn_flush(struct conn *c)
+{
+    struct req *r;
+    ssize_t n;
+
+    if (c->dead)
+        return;
+    while ((r = c->head) && r->done) {
+        if (buf_append(&c->out, r->reply.p ? r->reply.p : "", r->reply.len) < 0) {
+            conn_close(c);
+            return;
+        }
+        c->head = r->fifo;
+        if (!c->head)
+            c->tail = NULL;
+        c->pending--;
+        proto_req_free(&r->p);
+        buf_free(&r->reply);
+        free(r);
+    }
+    while (c->out.len) {
+        n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            conn_close(c);
+            return;
+        }
+        buf_consume(&c->out, (size_t)n);
+    }
+    c->want_out = c->out.len > 0;
+    if (c->eof && c->pending == 0 && c->out.len == 0) {
+        conn_close(c);
+        return;
+    }
+    conn_update_events(c);
+}
+
+static struct req *req_new(struct conn *c)
+{
+    struct req *r = calloc(1, sizeof *r);
+
+    if (!r)
+        return NULL;
+    r->conn = c;
+    if (c->tail)
+        c->tail->fifo = r;
+    else
+        c->head = r;
+    c->tail = r;
+    c->pending++;
+    return r;
+}
+
+static void req_finish_local(struct req *r)
+{
+    r->done = 1;
+}
+
+static void handle_line(struct conn *c, const char *line, size_t len)
+{
+    struct proto_err err;
+    struct req *r;
+
+    while (len && line[len - 1] == '\r')
+        len--;
+    if (len == 0)
+        return;
+    r = req_new(c);
+    if (!r) {
+        log_error("oom", "where=req_new");
+        return;
+    }
+    if (proto_parse(line, len, &S.lim, &r->p, &err) < 0) {
+        req_error(r, err.code, "%s", err.message);
+        req_finish_local(r);
+        return;
+    }
+    if (S.shutting_down) {
+        req_error(r, PERR_SHUTTING_DOWN, "hookd is shutting down");
+        req_finish_local(r);
+        return;
+    }
+    if (r->p.admin_only && !c->admin) {
+        log_warn("forbidden", "op=%s uid=%u pid=%d", proto_op_name(r->p.op), (unsigned)c->uid, (int)c->pid);
+        req_error(r, PERR_FORBIDDEN, "op '%s' needs an admin peer (uid 0, hookd's uid, or [server] admin_uids/admin_groups)",
+                  proto_op_name(r->p.op));
+        req_finish_local(r);
+        return;
+    }
+    switch (r->p.op) {
+    case OP_PING:
+        buf_puts(&r->reply, "{\"ok\":true,\"pong\":true,\"version\":\"" HOOKD_VERSION "\"}\n");
+        req_finish_local(r);
+        return;
+    case OP_ENQUEUE:
+    case OP_ENDPOINT_PUT:
+    case OP_ENDPOINT_DELETE:
+    case OP_REQUEUE:
+    case OP_PURGE:
+    case OP_PAUSE:
+    case OP_RESUME:
+        writer_submit(S.w, r);
+        return;
+    default:
+        reader_submit(S.rd, r);
+        return;
+    }
+}
+
+static void conn_read(struct conn *c)
+{
+    for (;;) {
+        ssize_t n;
+        size_t start, i;
+
+        if (c->dead || !c->reading)
+            return;
+        if (buf_reserve(&c->in, READ_CHUNK) < 0) {
+            conn_close(c);
+            return;
+        }
+        n = recv(c->fd, c->in.p + c->in.len, READ_CHUNK, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                conn_close(c);
+            return;
+        }
+        if (n == 0) {
+            c->eof = 1;  /* half-closed: answer what was asked, then close */
+            c->in.len = 0;
+            return;
+        }
+        c->in.len += (size_t)n;
+        start = 0;
+        for (i = c->in.len - (size_t)n; i < c->in.len; i++) {
+            if (c->in.p[i] != '\n')
+                continue;
+            if (c->skipping)
+                c->skipping = 0;
+            else
+                handle_line(c, c->in.p + start, i - start);
+            start = i + 1;
+        }
+        buf_consume(&c->in, start);
+        if (!c->skipping && c->in.len > (size_t)S.c->max_line) {
+            struct req *r = req_new(c);
+            if (r) {
+                req_error(r, PERR_LINE_TOO_LONG, "request line longer than %lld bytes; skipped to the next newline",
+                          (long long)S.c->max_line);
+                req_finish_local(r);
+            }
+            c->skipping = 1;
+        }
+        if (c->skipping)
+            c->in.len = 0;
+        if (c->pending >= MAX_PENDING_PER_CONN)
+            return;
+    }
+}
+
+static int peer_is_admin(uid_t uid, gid_t gid)
+{
+    const struct config *c = S.c;
+    size_t i;
+
+    if (uid == 0 || uid == geteuid())
+        return 1;
+    for (i = 0; i < c->n_admin_uid; i++)
+        if (c->admin_uid[i] == uid)
+            return 1;
+    for (i = 0; i < c->n_admin_gid; i++)
+        if (c->admin_gid[i] == gid)
+            return 1;
+    if (c->n_admin_gid) {
+        /* supplementary groups of the peer's user */
+        struct passwd pw, *res = NULL;
+        char tmp[4096];
+        gid_t groups[256];
+        int ng = 256, k;
+        if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &res) == 0 && res &&
+            getgrouplist(pw.pw_name, pw.pw_gid, groups, &ng) >= 0)
+            for (k = 0; k < ng; k++)
+                for (i = 0; i < c->n_admin_gid; i++)
+                    if (groups[k] == c->admin_gid[i])
+                        return 1;
+    }
+    return 0;
+}
+
+static void do_accept(void)
+{
+    for (;;) {
+        struct ucred cr;
+        socklen_t crl = sizeof cr;
+        struct epoll_event ev = {0};
+        struct conn *c;
+        int fd = accept4(S.lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (fd < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                log_warn("accept_failed", "err=\"%s\"", strerror(errno));
+            return;
+        }
+        if ((int64_t)S.nconns >= S.c->max_clients) {
+            static const char msg[] = "{\"ok\":false,\"error\":{\"code\":\"busy\",\"message\":\"too many clients\"}}\n";
+            if (send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+                (void)0;
+            close(fd);
+            continue;
+        }
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0) {
+            close(fd);
+            continue;
+        }
+        c = calloc(1, sizeof *c);
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        c->fd = fd;
+        c->uid = cr.uid;
+        c->pid = cr.pid;
+        c->admin = peer_is_admin(cr.uid, cr.gid);
+        c->reading = 1;
+        ev.events = EPOLLIN | EPOLLRDHUP;
+        ev.data.ptr = c;
+        if (epoll_ctl(S.ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+            close(fd);
+            free(c);
+            continue;
+        }
+        c->next = S.conns;
+        if (S.conns)
+            S.conns->prev = c;
+        S.conns = c;
+        S.nconns++;
+    }
+}
+
+static void drain_completions(void)
+{
+    struct req *list, *r, *next, *rev = NULL;
+    uint64_t v;
+
+    if (read(S.efd, &v, sizeof v) < 0 && errno != EAGAIN)
+        log_error("eventfd_read", "err=\"%s\"", strerror(errno));
+    pthread_mutex_lock(&S.mu);
+    list = S.done_head;
+    S.done_head = NULL;
+    pthread_mutex_unlock(&S.mu);
+    /* the list is LIFO; restore completion order */
+    for (r = list; r; r = next) {
+        next = r->next;
+        r->next = rev;
+        rev = r;
+    }
+    for (r = rev; r; r = next) {
+        struct conn *c = r->conn;
+        next = r->next;
+        r->next = NULL;
+        r->done = 1;
+        if (c->dead) {
+            /* its client is gone: drop this and any finished successors */
+            struct req *q;
+            while ((q = c->head) && q->done) {
+                c->head = q->fifo;
+                c->pending--;
+                proto_req_free(&q->p);
+                buf_free(&q->reply);
+                free(q);
+            }
+            if (!c->head)
+                c->tail = NULL;
+            if (c->pending == 0)
+                conn_bury(c);
+        }
+    }
+}
+
+/* ---- socket set-up ---- */
+
+static int make_socket(char *err, size_t errlen)
+{
+    const struct config *c = S.c;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    char *copy = strdup(c->socket_path), *dir;
+    struct stat st;
+    gid_t gid = (gid_t)-1;
+    int fd = -1, probe;
+
+    if (!copy)
+        return -1;
+    dir = dirname(copy);
+    if (*c->group) {
+        struct group *g = getgrnam(c->group);
+        if (g)
+            gid = g->gr_gid;
+    }
+    if (mkdir(dir, 0750) == 0) {
+        if (gid != (gid_t)-1 && chown(dir, (uid_t)-1, gid) < 0)
+            log_warn("chown_failed", "path=%s err=\"%s\"", dir, strerror(errno));
+    } else if (errno != EEXIST) {
+        snprintf(err, errlen, "cannot create socket directory %s: %s", dir, strerror(errno));
+        goto fail;
+    }
+    util_strlcpy(sa.sun_path, c->socket_path, sizeof sa.sun_path);
+    if (lstat(c->socket_path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            snprintf(err, errlen, "%s exists and is not a socket; refusing to replace it", c->socket_path);
+            goto fail;
+        }
+        probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0) {
+            close(probe);
+            snprintf(err, errlen, "another hookd is serving %s", c->socket_path);
+            goto fail;
+        }
+        if (probe >= 0)
+            close(probe);
+        unlink(c->socket_path);  /* stale, from a crash */
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        snprintf(err, errlen, "cannot bind %s: %s", c->socket_path, strerror(errno));
+        goto fail;
+    }
+    if (chmod(c->socket_path, 0660) < 0 ||
+        (gid != (gid_t)-1 && chown(c->socket_path, (uid_t)-1, gid) < 0)) {
+        snprintf(err, errlen, "cannot set mode/group of %s: %s", c->socket_path, strerror(errno));
+        goto fail;
+    }
+    if (listen(fd, 4096) < 0) {
+        snprintf(err, errlen, "cannot listen on %s: %s", c->socket_path, strerror(errno));
+        goto fail;
+    }
+    free(copy);
+    return fd;
+fail:
+    if (fd >= 0)
+        close(fd);
+    free(copy);
+    return -1;
+}
+
+static void *stopper_main(void *arg)
+{
+    uint64_t one = 1;
+
+    (void)arg;
+    writer_stop(S.w, S.d);
+    reader_stop(S.rd);
+    pthread_mutex_lock(&S.mu);
+    S.stopped = 1;
+    pthread_mutex_unlock(&S.mu);
+    if (write(S.efd, &one, sizeof one) < 0)
+        (void)0;
+    return NULL;
+}
+
+static void reload_config(const char *path)
+{
+    struct config nc;
+    char err[512];
+
+    if (config_init(&nc) < 0)
+        return;
+    if (config_load(&nc, path, err, sizeof err) < 0) {
+        log_error("reload_failed", "err=\"%s\" note=\"keeping the running configuration\"", err);
+        config_free(&nc);
+        return;
+    }
+    log_info("reload", "file=%s endpoints=%zu note=\"endpoints reloaded; other settings apply at restart\"", path,
+             nc.n_endpoints);
+    log_set_level((enum log_level)S.c->log_level);
+    writer_reload(S.w, &nc);
+    config_free(&nc);
+}
+
+static int nthreads_default(const struct config *c)
+{
+    long n = c->workers > 0 ? (long)c->workers : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : (int)n;
+}
+
+int server_run(struct config *c, const char *config_path)
+{
+    struct epoll_event ev, evs[256];
+    sigset_t sigs;
+    sqlite3 *db = NULL;
+    pthread_t stopper;
+    char err[512];
+    int rc = 1, i, n, stopper_started = 0;
+
+    memset(&S, 0, sizeof S);
+    S.c = c;
+    S.lfd = S.efd = S.sfd = S.ep = -1;
+    S.lim.max_payload = (size_t)c->max_payload;
+    pthread_mutex_init(&S.mu, NULL);
+    umask(007);
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
+    /* blocked before any thread starts, so only the signalfd sees them */
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        log_error("start_failed", "err=\"curl_global_init failed\"");
+        return 1;
+    }
+    if (db_open_writer(c, &db, err, sizeof err) < 0 || writer_create(&S.w, c, db, err, sizeof err) < 0) {
+        log_error("start_failed", "err=\"%s\"", err);
+        if (db && !S.w)
+            db_close(db);
+        goto out;
+    }
+    if ((S.lfd = make_socket(err, sizeof err)) < 0) {
+        log_error("start_failed", "err=\"%s\"", err);
+        goto out;
+    }
+    S.ep = epoll_create1(EPOLL_CLOEXEC);
+    S.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    S.sfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (S.ep < 0 || S.efd < 0 || S.sfd < 0) {
+        log_error("start_failed", "err=\"%s\"", strerror(errno));
+        goto out;
+    }
+    ev.events = EPOLLIN;
+    ev.data.ptr = &S.lfd;
+    epoll_ctl(S.ep, EPOLL_CTL_ADD, S.lfd, &ev);
+    ev.data.ptr = &S.efd;
+    epoll_ctl(S.ep, EPOLL_CTL_ADD, S.efd, &ev);
+    ev.data.ptr = &S.sfd;
+    epoll_ctl(S.ep, EPOLL_CTL_ADD, S.sfd, &ev);
+
+    if (reader_start(&S.rd, c, S.w, err, sizeof err) < 0) {
+        log_error("start_failed", "err=\"%s\"", err);
+        goto out;
+    }
+    if (deliver_start(&S.d, c, nthreads_default(c), writer_results, S.w) < 0) {
+        log_error("start_failed", "err=\"cannot start delivery threads\"");
+        goto out;
+    }
+    if (writer_start(S.w, S.d, S.rd) < 0) {
+        log_error("start_failed", "err=\"cannot start writer thread\"");
+        deliver_stop(S.d, 0);
+        goto out;
+    }
+    log_info("started", "version=%s pid=%d socket=%s db=%s workers=%d synchronous=%d", HOOKD_VERSION, (int)getpid(),
+             c->socket_path, c->db_path, nthreads_default(c), c->synchronous);
+
+    for (;;) {
+        int stopped;
+        n = epoll_wait(S.ep, evs, 256, -1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            log_error("epoll_wait", "err=\"%s\"", strerror(errno));
+            break;
+        }
+        for (i = 0; i < n; i++) {
+            void *p = evs[i].data.ptr;
+            if (p == &S.lfd) {
+                do_accept();
+            } else if (p == &S.efd) {
+                drain_completions();
+            } else if (p == &S.sfd) {
+                struct signalfd_siginfo si;
+                while (read(S.sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                    if (si.ssi_signo == SIGHUP) {
+                        reload_config(config_path);
+                    } else if (!S.shutting_down) {
+                        log_info("stopping", "signal=%s", si.ssi_signo == SIGTERM ? "TERM" : "INT");
+                        S.shutting_down = 1;
+                        epoll_ctl(S.ep, EPOLL_CTL_DEL, S.lfd, NULL);
+                        close(S.lfd);
+                        S.lfd = -1;
+                        unlink(c->socket_path);
+                        if (pthread_create(&stopper, NULL, stopper_main, NULL) == 0)
+                            stopper_started = 1;
+                        else
+                            stopper_main(NULL);
+                    }
+                }
+            } else {
+                struct conn *cn = p;
+                if (evs[i].events & (EPOLLERR)) {
+                    conn_close(cn);
+                    continue;
+                }
+                if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP))
+                    conn_read(cn);
+                if (!cn->dead)
+                    conn_flush(cn);
+            }
+        }
+        /* replies that became ready */
+        {
+            struct conn *cn, *next;
+            for (cn = S.conns; cn; cn = next) {
+                next = cn->next;
+                if (cn->head && cn->head->done)
+                    conn_flush(cn);
+                else if (cn->eof && cn->pending == 0 && cn->out.len == 0)
+                    conn_close(cn);
+            }
+        }
+        conn_reap();
+        pthread_mutex_lock(&S.mu);
+        stopped = S.stopped;
+        pthread_mutex_unlock(&S.mu);
+        if (stopped)
+            break;
+    }
+    rc = 0;
+    if (stopper_started)
+        pthread_join(stopper, NULL);
+    /* last replies: blocking best effort */
+    drain_completions();
+    while (S.conns) {
+        struct conn *cn = S.conns;
+        int fl = fcntl(cn->fd, F_GETFL);
+        fcntl(cn->fd, F_SETFL, fl & ~O_NONBLOCK);
+        conn_flush(cn);
+        if (!cn->dead)
+            conn_close(cn);
+    }
+    conn_reap();
+    log_info("stopped", "status=clean");
+out:
+    if (rc != 0 && S.rd)
+        reader_stop(S.rd);
+    if (S.d)
+        deliver_free(S.d);
+    if (S.w)
+        writer_free(S.w);
+    if (S.lfd >= 0) {
+        close(S.lfd);
+        unlink(c->socket_path);
+    }
+    if (S.ep >= 0)
+        close(S.ep);
+    if (S.efd >= 0)
+        close(S.efd);
+    if (S.sfd >= 0)
+        close(S.sfd);
+    curl_global_cleanup();
+    return rc;
+}
