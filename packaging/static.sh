@@ -45,9 +45,9 @@ need_tools() {
     [ -z "$missing" ] && return 0
     say "installing build tools:$missing"
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 update -q
     # shellcheck disable=SC2086
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends $missing
 }
 
 # ---------------------------------------------------------------- sources
@@ -283,7 +283,7 @@ build_hookd() {
     out=$BUILD/hookd
     file "$out" | grep -q 'statically linked' || die "$out is not statically linked: $(file "$out")"
     if ldd "$out" >/dev/null 2>&1; then die "ldd thinks $out is dynamic"; fi
-    strip --strip-all -o "$out.stripped.tmp" "$out" && mv "$out.stripped.tmp" "$out.stripped"
+    strip --strip-all --remove-section=.comment -o "$out.stripped.tmp" "$out" && mv "$out.stripped.tmp" "$out.stripped"
     "$out.stripped" --version >/dev/null || die "$out.stripped --version failed"
     say "hookd: built in $(( $(now) - t0 )) s: $out ($(stat -c %s "$out") bytes), $out.stripped ($(stat -c %s "$out.stripped") bytes)"
     say "$(file -b "$out.stripped")"

@@ -1,0 +1,278 @@
+#!/bin/sh
+# Test the built packages (make package-test runs mkdeb, mkrpm, then this):
+#   packaging/package-test.sh [OUTDIR]
+# - lintian on the .deb: no errors or warnings; the overrides used are
+#   exactly the static-binary tags of packaging/deb/lintian-overrides
+# - dpkg-deb -c and rpm -qlp list the expected files
+# - .deb into a scratch root (dpkg --root): install, --version, smoke test,
+#   upgrade keeping an edited config and the database, remove, purge
+# - .deb into this machine: install, --version, smoke test,
+#   systemd-analyze verify, remove, purge
+# - .rpm into a scratch root (rpm --root)
+# Installs lintian, rpm and (if safe) systemd with apt when missing.
+# HOOKD_PKGTEST_HOST=0 skips the install on this machine, HOOKD_PKGTEST_SMOKE=0
+# the smoke tests.
+set -eu
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+P=$TOP/packaging
+OUT=$(cd "${1:-$P/out}" && pwd)
+VERSION=$(cat "$TOP/VERSION")
+DEB=$OUT/hookd_${VERSION}_amd64.deb
+RPM=$OUT/hookd-${VERSION}-${RPM_RELEASE:-1}.x86_64.rpm
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/hookd-pkgtest.XXXXXX")
+HOST_INSTALLED=0
+SERVE_PID=""
+
+say() { printf '\n== %s\n' "$*"; }
+ok() { printf 'ok: %s\n' "$*"; }
+fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
+
+cleanup() {
+    rc=$?
+    [ -n "$SERVE_PID" ] && kill "$SERVE_PID" 2>/dev/null || true
+    if [ "$HOST_INSTALLED" = 1 ]; then
+        echo "cleanup: purging hookd from this machine" >&2
+        $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 purge -y -q hookd >/dev/null 2>&1 || true
+    fi
+    rm -rf "$WORK"
+    exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+[ -f "$DEB" ] || fail "no $DEB (run make deb)"
+[ -f "$RPM" ] || fail "no $RPM (run make rpm)"
+
+apt_install() {
+    missing=""
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+    done
+    [ -z "$missing" ] && return 0
+    echo "installing:$missing"
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends $missing >/dev/null ||
+    { $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 update -q >/dev/null &&
+      $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends $missing >/dev/null; }
+}
+
+# ---------------------------------------------------------------- smoke test
+# smoke BIN SYSTEM_INI: serve from BIN with a temp config derived from the
+# packaged ini, then ping, send, stats --json, SIGTERM, exit 0.
+smoke() {
+    bin=$1 ini=$2
+    if [ "${HOOKD_PKGTEST_SMOKE:-1}" = 0 ]; then
+        echo "SKIPPED: smoke test with $bin (HOOKD_PKGTEST_SMOKE=0)"; return 0
+    fi
+    d=$(mktemp -d "$WORK/smoke.XXXXXX")
+    cfg=$d/hookd.ini
+    grep -q '^[[:space:]]*path[[:space:]]*=[[:space:]]*/var/lib/hookd/hookd.db' "$ini" ||
+        fail "smoke: $ini lacks the system path"
+    grep -q '^[[:space:]]*socket[[:space:]]*=[[:space:]]*/run/hookd/hookd.sock' "$ini" ||
+        fail "smoke: $ini lacks the system socket"
+    sed -e "s|^\([[:space:]]*path[[:space:]]*=\).*/var/lib/hookd/hookd.db.*|\1 $d/hookd.db|" \
+        -e "s|^\([[:space:]]*socket[[:space:]]*=\).*/run/hookd/hookd.sock.*|\1 $d/run/hookd.sock|" \
+        "$ini" >"$cfg"
+    printf '\n[endpoint.smoke]\nurl = http://127.0.0.1:9/hook\n' >>"$cfg"
+    "$bin" check-config -c "$cfg" >"$d/check.txt" 2>&1 || { cat "$d/check.txt"; fail "smoke: check-config failed"; }
+    "$bin" serve -c "$cfg" >"$d/serve.log" 2>&1 &
+    SERVE_PID=$!
+    i=0
+    while [ ! -S "$d/run/hookd.sock" ]; do
+        i=$((i + 1))
+        if [ $i -gt 100 ] || ! kill -0 "$SERVE_PID" 2>/dev/null; then
+            cat "$d/serve.log"; fail "smoke: socket $d/run/hookd.sock did not appear"
+        fi
+        sleep 0.1
+    done
+    "$bin" ping -c "$cfg" || { cat "$d/serve.log"; fail "smoke: ping"; }
+    "$bin" send -c "$cfg" --endpoint smoke --data '{"a":1}' || { cat "$d/serve.log"; fail "smoke: send"; }
+    stats=$("$bin" stats -c "$cfg" --json) || { cat "$d/serve.log"; fail "smoke: stats"; }
+    echo "stats: $stats"
+    n=$(printf '%s' "$stats" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+assert r["ok"] is True, r
+s = r["stats"]
+print(sum(int(s[k]) for k in ("pending", "in_flight", "awaiting_retry", "dead_letter")))') ||
+        fail "smoke: cannot read the stats reply"
+    [ "$n" -ge 1 ] || fail "smoke: the message is not in the queue (pending+in_flight+awaiting_retry+dead_letter = $n)"
+    kill -TERM "$SERVE_PID"
+    rc=0; wait "$SERVE_PID" || rc=$?
+    SERVE_PID=""
+    [ "$rc" = 0 ] || { cat "$d/serve.log"; fail "smoke: hookd serve exited $rc after SIGTERM"; }
+    ok "smoke test with $bin (queued=$n, clean exit on SIGTERM)"
+}
+
+# ---------------------------------------------------------------- expected files
+EXPECTED_COMMON="/usr/sbin/hookd
+/etc/hookd/hookd.ini
+/usr/lib/sysusers.d/hookd.conf
+/usr/lib/tmpfiles.d/hookd.conf
+/usr/share/man/man8/hookd.8.gz
+/usr/share/man/man5/hookd.ini.5.gz
+/usr/share/doc/hookd/README.packaging.md"
+EXPECTED_DEB="$EXPECTED_COMMON
+/lib/systemd/system/hookd.service
+/usr/share/doc/hookd/copyright
+/usr/share/doc/hookd/changelog.gz
+/usr/share/lintian/overrides/hookd"
+EXPECTED_RPM="$EXPECTED_COMMON
+/usr/lib/systemd/system/hookd.service
+/usr/share/licenses/hookd/copyright
+/usr/share/doc/hookd/changelog"
+
+check_list() { # what expected-list actual-file
+    printf '%s\n' "$2" | while read -r f; do
+        grep -qx "$f" "$3" || { echo "missing from the $1: $f" >&2; exit 1; }
+    done || fail "$1 lacks expected files"
+    ok "$1 lists the expected files"
+}
+
+apt_install lintian rpm python3
+
+# ---------------------------------------------------------------- lintian
+say "lintian $DEB"
+lintian --version
+set +e
+lintian --fail-on none --display-info --show-overrides "$DEB" >"$WORK/lintian.txt" 2>&1
+lrc=$?
+set -e
+cat "$WORK/lintian.txt"
+[ $lrc = 0 ] || fail "lintian did not run (exit $lrc)"
+if grep -E '^[EW]: ' "$WORK/lintian.txt"; then fail "lintian reports errors or warnings"; fi
+used=$(sed -n 's/^O: hookd[^:]*: \([^ ]*\).*/\1/p' "$WORK/lintian.txt" | sort -u | tr '\n' ' ')
+wanted=$(sed -n 's/^hookd: \([^ ]*\).*/\1/p' "$P/deb/lintian-overrides" | sort -u | tr '\n' ' ')
+echo "overridden tags: $used"
+[ "$used" = "$wanted" ] || fail "lintian overrides used ($used) differ from the override file ($wanted)"
+grep -q 'unused-override' "$WORK/lintian.txt" && fail "lintian: unused override"
+ok "lintian: no errors or warnings; overrides exactly: $used"
+
+# ---------------------------------------------------------------- listings
+say "package contents"
+dpkg-deb -c "$DEB" | awk '{ print $6 }' | sed 's|^\./|/|; s|/$||' >"$WORK/deb.list"
+check_list ".deb" "$EXPECTED_DEB" "$WORK/deb.list"
+dpkg-deb -c "$DEB" | grep -q ' root/root .* ./usr/sbin/hookd$' || fail ".deb: /usr/sbin/hookd not root-owned"
+dpkg-deb -I "$DEB" conffiles | grep -qx /etc/hookd/hookd.ini || fail ".deb: /etc/hookd/hookd.ini is not a conffile"
+ok ".deb: /etc/hookd/hookd.ini is a conffile"
+rpm -qlp "$RPM" >"$WORK/rpm.list"
+cat "$WORK/rpm.list"
+check_list ".rpm" "$EXPECTED_RPM" "$WORK/rpm.list"
+rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$RPM" | grep -q '^cn /etc/hookd/hookd.ini$' ||
+    fail ".rpm: /etc/hookd/hookd.ini is not %config(noreplace)"
+ok ".rpm: /etc/hookd/hookd.ini is %config(noreplace)"
+for f in "$DEB" "$RPM"; do echo "size: $(basename "$f") $(stat -c %s "$f") bytes"; done
+
+# ---------------------------------------------------------------- scratch root (.deb)
+say "dpkg --root: install, upgrade, remove, purge"
+R=$WORK/debroot
+mkdir -p "$R/var/lib/dpkg/info" "$R/var/lib/dpkg/updates" "$R/var/lib/dpkg/triggers" "$R/etc"
+: >"$R/var/lib/dpkg/status"; : >"$R/var/lib/dpkg/available"
+dpkgr() { $SUDO dpkg --root="$R" --log=/dev/null --force-script-chrootless "$@"; }
+dpkgr -i "$DEB"
+"$R/usr/sbin/hookd" --version | grep -qx "hookd $VERSION" || fail "scratch root: hookd --version"
+ok "scratch root: $("$R/usr/sbin/hookd" --version)"
+grep -q '^hookd:' "$R/etc/passwd" || fail "scratch root: no hookd user"
+gid=$(awk -F: '$1 == "hookd" { print $3 }' "$R/etc/group")
+[ "$(stat -c '%a %u %g' "$R/etc/hookd/hookd.ini")" = "640 0 $gid" ] ||
+    fail "scratch root: hookd.ini is $(stat -c '%a %u %g' "$R/etc/hookd/hookd.ini"), want 640 0 $gid"
+[ "$(stat -c %a "$R/var/lib/hookd")" = 750 ] || fail "scratch root: /var/lib/hookd not 0750"
+ok "scratch root: user hookd, /var/lib/hookd 0750, hookd.ini root:hookd 0640"
+smoke "$R/usr/sbin/hookd" "$R/etc/hookd/hookd.ini"
+
+# upgrade to a newer revision: keeps the edited config and the database
+DEB_REVISION=2 "$P/mkdeb.sh" "$WORK/rev2" >/dev/null
+echo "; edited by the package test" >>"$R/etc/hookd/hookd.ini"
+echo "database sentinel" >"$R/var/lib/hookd/hookd.db"
+dpkgr -i "$WORK/rev2/hookd_${VERSION}+r2_amd64.deb"
+dpkgr -s hookd | grep -qx "Version: ${VERSION}+r2" || fail "upgrade: version not ${VERSION}+r2"
+grep -q '^; edited by the package test' "$R/etc/hookd/hookd.ini" || fail "upgrade lost the edited config"
+grep -qx 'database sentinel' "$R/var/lib/hookd/hookd.db" || fail "upgrade lost the database"
+[ "$(stat -c '%a %u %g' "$R/etc/hookd/hookd.ini")" = "640 0 $gid" ] || fail "upgrade lost the 0640 root:hookd mode of hookd.ini"
+ok "upgrade ${VERSION} -> ${VERSION}+r2 keeps the edited config and the database"
+
+dpkgr -r hookd
+[ ! -e "$R/usr/sbin/hookd" ] || fail "remove left /usr/sbin/hookd"
+[ -f "$R/var/lib/hookd/hookd.db" ] || fail "remove deleted the database"
+[ -f "$R/etc/hookd/hookd.ini" ] || fail "remove deleted the config"
+ok "remove keeps /var/lib/hookd and /etc/hookd/hookd.ini"
+dpkgr -P hookd
+[ ! -e "$R/var/lib/hookd" ] || fail "purge left /var/lib/hookd"
+[ ! -e "$R/etc/hookd" ] || fail "purge left /etc/hookd"
+dpkgr -l hookd 2>/dev/null | grep -q '^ii' && fail "purge: still installed"
+[ -z "$(dpkg-statoverride --root="$R" --list)" ] || fail "purge left a statoverride"
+left=$(cd "$R" && find . -path ./var/lib/dpkg -prune -o -path ./etc/passwd -prune -o \
+    -path ./etc/group -prune -o -path ./etc/shadow -prune -o -path ./etc/gshadow -prune -o \
+    -path './etc/*-' -prune -o -path ./etc/.pwd.lock -prune -o \
+    \( -type f -o -type l \) -print | sed 's|^\.||')
+[ -z "$left" ] || fail "purge left files: $left"
+ok "purge removes /var/lib/hookd and /etc/hookd, leaves no files (the hookd user stays)"
+
+# ---------------------------------------------------------------- scratch root (.rpm)
+say "rpm --root"
+RR=$WORK/rpmroot
+mkdir -p "$RR"
+rpm --root "$RR" --initdb
+# The scratch root has no shell or useradd to run scriptlets with, and an
+# empty database to satisfy Requires: files and metadata only.
+rpm --root "$RR" -ivh --nodeps --noscripts "$RPM" 2>&1 | grep -v 'does not exist - using root' || true
+rpm --root "$RR" -q hookd || fail "rpm --root: hookd not installed"
+[ -x "$RR/usr/sbin/hookd" ] || fail "rpm --root: no /usr/sbin/hookd"
+"$RR/usr/sbin/hookd" --version | grep -qx "hookd $VERSION" || fail "rpm --root: hookd --version"
+rpm --root "$RR" -V --nodeps hookd | grep -v ' /etc/hookd/hookd.ini$' | grep . && fail "rpm --root: -V reports changes"
+ok "rpm --root: installed, files verify, $("$RR/usr/sbin/hookd" --version)"
+rpm --root "$RR" -e --noscripts hookd
+[ ! -e "$RR/usr/sbin/hookd" ] || fail "rpm -e left /usr/sbin/hookd"
+ok "rpm --root: erased"
+
+# ---------------------------------------------------------------- this machine
+if [ "${HOOKD_PKGTEST_HOST:-1}" = 0 ]; then
+    say "skipping the install on this machine (HOOKD_PKGTEST_HOST=0)"
+    exit 0
+fi
+say "dpkg -i on this machine"
+if dpkg-query -W -f='${Status}' hookd 2>/dev/null | grep -q 'ok installed'; then
+    fail "hookd is already installed on this machine; purge it first or set HOOKD_PKGTEST_HOST=0"
+fi
+HOST_INSTALLED=1
+# apt-get waits for the dpkg lock (other jobs may be using apt) where dpkg -i fails
+HOSTAPT="$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 -y -qq"
+$HOSTAPT install --no-install-recommends "$DEB"
+/usr/sbin/hookd --version | grep -qx "hookd $VERSION" || fail "installed hookd --version"
+ok "installed: $(/usr/sbin/hookd --version)"
+getent passwd hookd >/dev/null || fail "no hookd user"
+smoke /usr/sbin/hookd /etc/hookd/hookd.ini
+
+# systemd-analyze verify, where the tool exists or can be installed safely
+say "systemd-analyze verify"
+if ! command -v systemd-analyze >/dev/null 2>&1; then
+    sim=$(apt-get -s install --no-install-recommends systemd 2>/dev/null || true)
+    if printf '%s\n' "$sim" | grep -Eq '^Remv |^Inst (systemd-sysv|sysvinit-core|init) '; then
+        echo "skip: installing systemd here would remove packages or switch the init system"
+    elif printf '%s\n' "$sim" | grep -q '^Inst systemd '; then
+        apt_install systemd || echo "skip: systemd could not be installed"
+    else
+        echo "skip: no installable systemd package"
+    fi
+fi
+if command -v systemd-analyze >/dev/null 2>&1; then
+    unit=/lib/systemd/system/hookd.service
+    if systemd-analyze verify "$unit" >"$WORK/verify.txt" 2>&1; then
+        cat "$WORK/verify.txt"; ok "systemd-analyze verify $unit"
+    else
+        cat "$WORK/verify.txt"; fail "systemd-analyze verify $unit"
+    fi
+    systemd-analyze security --offline=yes "$unit" 2>/dev/null | tail -n 1 || true
+fi
+
+$HOSTAPT remove hookd
+[ ! -e /usr/sbin/hookd ] || fail "host remove left /usr/sbin/hookd"
+[ -f /etc/hookd/hookd.ini ] || fail "host remove deleted the config"
+$HOSTAPT purge hookd
+HOST_INSTALLED=0
+[ ! -e /etc/hookd ] || fail "host purge left /etc/hookd"
+[ ! -e /var/lib/hookd ] || fail "host purge left /var/lib/hookd"
+[ ! -e /etc/systemd/system/multi-user.target.wants/hookd.service ] || fail "host purge left the enablement symlink"
+ok "installed, smoke-tested, removed and purged on this machine (the hookd user stays)"
+say "package-test: all passed"

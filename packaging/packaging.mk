@@ -1,0 +1,31 @@
+# Packaging targets; included by the top Makefile (-include packaging/packaging.mk).
+#   make static        fully static musl x86-64 build/static/hookd (+ .stripped)
+#   make static-test   the integration suite against the static binary
+#   make deb / rpm     packages from the static binary, in packaging/out/
+#   make package-test  build both packages and test them (lintian, installs, smoke)
+#   make packaging-clean   drop packaging/out and the dependency cache
+
+STATIC_BUILD := build/static
+STATIC_BIN   := $(STATIC_BUILD)/hookd
+
+.PHONY: static static-test deb rpm package-test packaging-clean
+
+static:
+	MAKE="$(MAKE)" STATIC_BUILD=$(STATIC_BUILD) packaging/static.sh
+
+static-test: static
+	$(MAKE) integration HOOKD_BIN=$(CURDIR)/$(STATIC_BIN)
+
+deb: static
+	packaging/mkdeb.sh packaging/out
+
+rpm: static
+	packaging/mkrpm.sh packaging/out
+
+package-test: static
+	packaging/mkdeb.sh packaging/out
+	packaging/mkrpm.sh packaging/out
+	packaging/package-test.sh packaging/out
+
+packaging-clean:
+	rm -rf packaging/out packaging/.cache
