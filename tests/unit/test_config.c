@@ -1,0 +1,184 @@
+/* The typed settings table: defaults, units, bounds, file:line errors,
+ * endpoint sections. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "util.h"
+
+static char path[64];
+
+static int load_text(struct config *c, const char *text, char *err, size_t errlen)
+{
+    FILE *f;
+    int fd;
+
+    strcpy(path, "/tmp/hookd-test-XXXXXX");
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(config_init(c), 0);
+    fd = config_load(c, path, err, errlen);
+    unlink(path);
+    return fd;
+}
+
+static void test_defaults(void **st)
+{
+    struct config c;
+
+    (void)st;
+    assert_int_equal(config_init(&c), 0);
+    assert_string_equal(c.db_path, "./var/hookd.db");
+    assert_int_equal(c.synchronous, CFG_SYNC_FULL);
+    assert_int_equal(c.max_payload, 256 * 1024);
+    assert_int_equal(c.dflt.max_in_flight, 32);
+    assert_int_equal(c.dflt.timeout_ms, 15000);
+    assert_int_equal(c.dflt.connect_timeout_ms, 5000);
+    assert_int_equal(c.dflt.base_delay_ms, 30000);
+    assert_int_equal(c.dflt.max_delay_ms, 3600000);
+    assert_int_equal(c.dflt.max_attempts, 5);
+    assert_int_equal(c.dflt.failure_threshold, 10);
+    assert_int_equal(c.dflt.cooldown_ms, 300000);
+    assert_int_equal(c.latency_window_ms, 86400000);
+    assert_int_equal(c.keep_delivered_ms, 7 * 86400000LL);
+    config_free(&c);
+}
+
+static void test_units_and_values(void **st)
+{
+    struct config c;
+    char err[512];
+
+    (void)st;
+    assert_int_equal(load_text(&c,
+                               "[storage]\nsynchronous = normal\n"
+                               "[delivery]\ntimeout = 500ms\nbase_delay = 2s\nmax_delay = 5m\nrate = 600/m\n"
+                               "[server]\nmax_payload = 64KiB\n",
+                               err, sizeof err),
+                     0);
+    assert_int_equal(c.synchronous, CFG_SYNC_NORMAL);
+    assert_int_equal(c.dflt.timeout_ms, 500);
+    assert_int_equal(c.dflt.base_delay_ms, 2000);
+    assert_int_equal(c.dflt.max_delay_ms, 300000);
+    assert_true(c.dflt.rate_per_sec > 9.99 && c.dflt.rate_per_sec < 10.01);
+    assert_int_equal(c.max_payload, 65536);
+    config_free(&c);
+}
+
+static void expect_error(const char *text, const char *needle1, const char *needle2)
+{
+    struct config c;
+    char err[512];
+
+    assert_int_equal(load_text(&c, text, err, sizeof err), -1);
+    if (!strstr(err, needle1) || (needle2 && !strstr(err, needle2)))
+        fail_msg("error '%s' lacks '%s' / '%s'", err, needle1, needle2 ? needle2 : "");
+    config_free(&c);
+}
+
+static void test_errors_name_file_line_key_value(void **st)
+{
+    (void)st;
+    expect_error("[storage]\n\nfoo = 1\n", ":3:", "foo");
+    expect_error("[nosuch]\nx = 1\n", "unknown section", "x");
+    expect_error("[delivery]\ntimeout = fast\n", ":2:", "'fast'");
+    expect_error("[delivery]\nmax_attempts = 0\n", "out of range", "max_attempts");
+    expect_error("[delivery]\nmax_attempts = 5x\n", "not a valid integer", NULL);
+    expect_error("[storage]\nsynchronous = maybe\n", "synchronous", "off, normal, full, extra");
+    expect_error("[delivery]\nbase_delay = 2h\nmax_delay = 1h\n", "base_delay exceeds max_delay", NULL);
+    expect_error("[delivery]\nallow_networks = 10.0.0.0/99\n", "allow_networks", NULL);
+    expect_error("this is not ini\n", "syntax error", NULL);
+    expect_error("[endpoint.a]\nurl = ftp://x.example/\n", "[endpoint.a]", "http");
+    expect_error("[endpoint.a]\nsecret = whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n", "has no url", NULL);
+    expect_error("[endpoint.bad name]\nurl = https://x.example/\n", "endpoint name", NULL);
+    expect_error("[endpoint.a]\nurl = https://x.example/\nheader = NoColon\n", "header", NULL);
+    expect_error("[endpoint.a]\nurl = https://x.example/\nbogus = 1\n", "unknown key", "bogus");
+}
+
+static void test_secret_never_in_error(void **st)
+{
+    struct config c;
+    char err[512];
+
+    (void)st;
+    assert_int_equal(load_text(&c, "[endpoint.a]\nurl = https://x.example/\nsecret = whsec_TOPSECRET!!\n", err,
+                               sizeof err),
+                     -1);
+    assert_null(strstr(err, "TOPSECRET"));
+    assert_non_null(strstr(err, "secret"));
+    config_free(&c);
+}
+
+static void test_endpoints(void **st)
+{
+    struct config c;
+    char err[512];
+    struct ep_settings eff;
+
+    (void)st;
+    assert_int_equal(load_text(&c,
+                               "[delivery]\nmax_attempts = 7\n"
+                               "[endpoint.partner-1]\nurl = https://hooks.example.com/in\n"
+                               "secret = whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_AAAAAAAAAAAAAAAAAAAAAAAA\n"
+                               "event_types = conversion , payment\nheader = X-Partner: acme\n"
+                               "header = X-Other: 1\ntimeout = 2s\nrate = 5/s\n"
+                               "[endpoint.b]\nurl = http://b.example:8080/x\nevent_types = *\n",
+                               err, sizeof err),
+                     0);
+    assert_int_equal(c.n_endpoints, 2);
+    assert_string_equal(c.endpoints[0].name, "partner-1");
+    assert_int_equal(c.endpoints[0].nsecrets, 2);
+    assert_int_equal(c.endpoints[0].nheaders, 2);
+    assert_string_equal(c.endpoints[0].event_types, "conversion,payment");
+    assert_true(ep_def_wants(&c.endpoints[0], "payment"));
+    assert_false(ep_def_wants(&c.endpoints[0], "pay"));
+    assert_true(ep_def_wants(&c.endpoints[1], "anything"));
+    eff = ep_settings_effective(&c.endpoints[0].s, &c.dflt);
+    assert_int_equal(eff.timeout_ms, 2000);
+    assert_int_equal(eff.max_attempts, 7);   /* inherited */
+    assert_int_equal(eff.max_in_flight, 32);
+    config_free(&c);
+}
+
+static void test_durations_sizes(void **st)
+{
+    int64_t v;
+
+    (void)st;
+    assert_int_equal(util_parse_duration_ms("250ms", &v), 0);
+    assert_int_equal(v, 250);
+    assert_int_equal(util_parse_duration_ms("1.5s", &v), 0);
+    assert_int_equal(v, 1500);
+    assert_int_equal(util_parse_duration_ms("30", &v), 0);
+    assert_int_equal(v, 30000);
+    assert_int_equal(util_parse_duration_ms("2d", &v), 0);
+    assert_int_equal(v, 172800000);
+    assert_int_equal(util_parse_duration_ms("-1s", &v), -1);
+    assert_int_equal(util_parse_duration_ms("5 parsecs", &v), -1);
+    assert_int_equal(util_parse_size("1MiB", &v), 0);
+    assert_int_equal(v, 1048576);
+    assert_int_equal(util_parse_size("1q", &v), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_units_and_values),
+        cmocka_unit_test(test_errors_name_file_line_key_value),
+        cmocka_unit_test(test_secret_never_in_error),
+        cmocka_unit_test(test_endpoints),
+        cmocka_unit_test(test_durations_sizes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,171 @@
+/* Schema migration by PRAGMA user_version; refusal leaves files untouched. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "db.h"
+
+static char dir[64];
+static struct config cfg;
+
+static int setup(void **st)
+{
+    (void)st;
+    strcpy(dir, "/tmp/hookd-dbtest-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(config_init(&cfg), 0);
+    free(cfg.db_path);
+    cfg.db_path = malloc(128);
+    snprintf(cfg.db_path, 128, "%s/sub/h.db", dir);
+    return 0;
+}
+
+static int teardown(void **st)
+{
+    char cmd[128];
+
+    (void)st;
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        return -1;
+    config_free(&cfg);
+    return 0;
+}
+
+static int version_of(sqlite3 *db)
+{
+    sqlite3_stmt *s;
+    int v = -1;
+
+    sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL);
+    if (sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+static char *slurp(const char *p, size_t *n)
+{
+    FILE *f = fopen(p, "rb");
+    char *b;
+    long len;
+
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    len = ftell(f);
+    rewind(f);
+    b = malloc((size_t)len + 1);
+    assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    *n = (size_t)len;
+    return b;
+}
+
+static void test_fresh_and_reopen(void **st)
+{
+    sqlite3 *db;
+    char err[512];
+    struct stat sb;
+    char sub[96];
+
+    (void)st;
+    assert_int_equal(db_open_writer(&cfg, &db, err, sizeof err), 0);
+    assert_int_equal(version_of(db), db_schema_version());
+    assert_int_equal(db_exec(db, "SELECT id, endpoint_id, event_id, event_type, payload, status, attempt_count, "
+                                 "max_attempts, created_at, next_attempt_at, delivered_at, last_error, "
+                                 "last_status_code, last_response_ms FROM webhook_queue"),
+                     0);
+    assert_int_equal(db_exec(db, "SELECT endpoint_id, response_ms, status_code, measured_at FROM endpoint_latency"), 0);
+    assert_int_equal(db_exec(db, "SELECT state, consecutive_failures, p50_ms, p95_ms, p99_ms, sample_count "
+                                 "FROM endpoint_health"),
+                     0);
+    db_close(db);
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    assert_int_equal(stat(sub, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0750);
+    /* idempotent */
+    assert_int_equal(db_open_writer(&cfg, &db, err, sizeof err), 0);
+    assert_int_equal(version_of(db), db_schema_version());
+    db_close(db);
+    /* a reader opens the same file read-only */
+    assert_int_equal(db_open_reader(&cfg, &db, err, sizeof err), 0);
+    assert_int_not_equal(db_exec(db, "DELETE FROM webhook_queue"), 0);
+    db_close(db);
+}
+
+static void test_newer_schema_refused_untouched(void **st)
+{
+    sqlite3 *db;
+    char err[512];
+    char *before, *after;
+    size_t nb, na;
+
+    (void)st;
+    assert_int_equal(db_open_writer(&cfg, &db, err, sizeof err), 0);
+    assert_int_equal(db_exec(db, "PRAGMA user_version = 99"), 0);
+    sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    assert_int_equal(db_exec(db, "PRAGMA journal_mode = DELETE"), 0);
+    db_close(db);
+    before = slurp(cfg.db_path, &nb);
+    assert_int_equal(db_open_writer(&cfg, &db, err, sizeof err), -1);
+    assert_non_null(strstr(err, "newer"));
+    assert_non_null(strstr(err, "99"));
+    after = slurp(cfg.db_path, &na);
+    assert_int_equal(na, nb);
+    assert_memory_equal(before, after, nb);
+    free(before);
+    free(after);
+}
+
+static void test_foreign_or_garbage_refused(void **st)
+{
+    sqlite3 *db;
+    char err[512];
+    FILE *f;
+    char *before, *after;
+    size_t nb, na;
+
+    (void)st;
+    /* someone else's database */
+    {
+        char p[128];
+        snprintf(p, sizeof p, "%s/sub", dir);
+        assert_int_equal(mkdir(p, 0750), 0);
+    }
+    assert_int_equal(sqlite3_open(cfg.db_path, &db), SQLITE_OK);
+    assert_int_equal(db_exec(db, "CREATE TABLE theirs (x)"), 0);
+    sqlite3_close(db);
+    assert_int_equal(db_open_writer(&cfg, &db, err, sizeof err), -1);
+    assert_non_null(strstr(err, "refusing"));
+    unlink(cfg.db_path);
+    /* not a database at all (e.g. truncated or overwritten) */
+    f = fopen(cfg.db_path, "wb");
+    fputs("this is not an sqlite database, it is a text file of some length.....", f);
+    fclose(f);
+    before = slurp(cfg.db_path, &nb);
+    assert_int_equal(db_open_writer(&cfg, &db, err, sizeof err), -1);
+    assert_non_null(strstr(err, "refusing"));
+    after = slurp(cfg.db_path, &na);
+    assert_int_equal(na, nb);
+    assert_memory_equal(before, after, nb);
+    free(before);
+    free(after);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_fresh_and_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_newer_schema_refused_untouched, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_or_garbage_refused, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
