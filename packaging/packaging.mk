@@ -2,7 +2,8 @@
 #   make static        fully static musl x86-64 build/static/hookd (+ .stripped)
 #   make static-test   the integration suite against the static binary
 #   make deb / rpm     packages from the static binary, in packaging/out/
-#   make package-test  build both packages and test them (lintian, installs, smoke)
+#   make package-test  integration suite on the static binary, then build both
+#                      packages and test them (lintian, installs, smoke test)
 #   make packaging-clean   drop packaging/out and the dependency cache
 
 STATIC_BUILD := build/static
@@ -22,7 +23,9 @@ deb: static
 rpm: static
 	packaging/mkrpm.sh packaging/out
 
+# The integration suite runs against the static binary too, then the packages.
 package-test: static
+	$(MAKE) integration HOOKD_BIN=$(CURDIR)/$(STATIC_BIN)
 	packaging/mkdeb.sh packaging/out
 	packaging/mkrpm.sh packaging/out
 	packaging/package-test.sh packaging/out
