@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -581,6 +582,15 @@ int server_run(struct config *c, const char *config_path)
     pthread_mutex_init(&S.mu, NULL);
     umask(007);
     signal(SIGPIPE, SIG_IGN);
+    {
+        /* every client and every delivery connection is a descriptor:
+         * the default soft limit of 1024 is too small for max_clients */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+            rl.rlim_cur = rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
+    }
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
