@@ -142,18 +142,20 @@ set -e
 cat "$WORK/lintian.txt"
 [ $lrc = 0 ] || fail "lintian did not run (exit $lrc)"
 if grep -E '^[EW]: ' "$WORK/lintian.txt"; then fail "lintian reports errors or warnings"; fi
-used=$(sed -n 's/^O: hookd[^:]*: \([^ ]*\).*/\1/p' "$WORK/lintian.txt" | sort -u | tr '\n' ' ')
-wanted=$(sed -n 's/^hookd: \([^ ]*\).*/\1/p' "$P/deb/lintian-overrides" | sort -u | tr '\n' ' ')
-echo "overridden tags: $used"
+# compare "tag [context]" of the overrides used with those in the file
+used=$(sed -n 's/^O: hookd[^:]*: //p' "$WORK/lintian.txt" | LC_ALL=C sort -u | tr '\n' ';')
+wanted=$(sed -n 's/^hookd: //p' "$P/deb/lintian-overrides" | LC_ALL=C sort -u | tr '\n' ';')
+echo "overridden: $used"
 [ "$used" = "$wanted" ] || fail "lintian overrides used ($used) differ from the override file ($wanted)"
 grep -q 'unused-override' "$WORK/lintian.txt" && fail "lintian: unused override"
-ok "lintian: no errors or warnings; overrides exactly: $used"
+ok "lintian: no errors or warnings; the overrides used are exactly those of the override file"
 
 # ---------------------------------------------------------------- listings
 say "package contents"
-dpkg-deb -c "$DEB" | awk '{ print $6 }' | sed 's|^\./|/|; s|/$||' >"$WORK/deb.list"
+dpkg-deb -c "$DEB" >"$WORK/deb.contents"
+awk '{ print $6 }' "$WORK/deb.contents" | sed 's|^\./|/|; s|/$||' >"$WORK/deb.list"
 check_list ".deb" "$EXPECTED_DEB" "$WORK/deb.list"
-dpkg-deb -c "$DEB" | grep -q ' root/root .* ./usr/sbin/hookd$' || fail ".deb: /usr/sbin/hookd not root-owned"
+grep -q ' root/root .* ./usr/sbin/hookd$' "$WORK/deb.contents" || fail ".deb: /usr/sbin/hookd not root-owned"
 dpkg-deb -I "$DEB" conffiles | grep -qx /etc/hookd/hookd.ini || fail ".deb: /etc/hookd/hookd.ini is not a conffile"
 ok ".deb: /etc/hookd/hookd.ini is a conffile"
 rpm -qlp "$RPM" >"$WORK/rpm.list"
