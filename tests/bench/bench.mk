@@ -1,0 +1,41 @@
+# tests/bench/bench.mk - benchmarks (included by the top Makefile).
+#   make bench            enqueue + delivery, one summary table
+#   make bench-enqueue    pipelined enqueues vs raw SQLite inserts
+#   make bench-delivery   200k deliveries to nginx, latency at 1000/s,
+#                         wrk ceiling, seed design
+# Knobs (make VAR=...): BENCH_ENQ_N BENCH_DEL_N BENCH_LAT_RATE BENCH_LAT_SECS
+# BENCH_WRK_SECS BENCH_SEED_N BENCH_SEED_K BENCH_SEED=0 (skip the seed).
+# Results: build/bench/results.txt (see tests/bench/README.md).
+
+BENCH_OUT   := $(BUILD)/bench
+BENCH_TOOLS := $(BENCH_OUT)/loadgen $(BENCH_OUT)/rawinsert $(BENCH_OUT)/dbreport
+BENCH_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
+                $(shell $(PKG_CONFIG) --cflags sqlite3 2>/dev/null)
+BENCH_LIBS  := $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null || echo -lsqlite3)
+
+.PHONY: bench bench-enqueue bench-delivery bench-tools
+
+$(BENCH_OUT)/loadgen: tests/bench/loadgen.c tests/bench/bench_common.h
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -o $@ $<
+
+$(BENCH_OUT)/rawinsert: tests/bench/rawinsert.c tests/bench/bench_common.h
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(BENCH_LIBS)
+
+$(BENCH_OUT)/dbreport: tests/bench/dbreport.c tests/bench/bench_common.h
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(BENCH_LIBS)
+
+bench-tools: $(BENCH_TOOLS)
+
+BENCH_ENV = HOOKD=$(abspath $(HOOKD)) BENCH_BIN=$(abspath $(BENCH_OUT))
+
+bench: $(HOOKD) $(BENCH_TOOLS)
+	$(BENCH_ENV) tests/bench/run.sh all
+
+bench-enqueue: $(HOOKD) $(BENCH_TOOLS)
+	$(BENCH_ENV) tests/bench/run.sh enqueue
+
+bench-delivery: $(HOOKD) $(BENCH_TOOLS)
+	$(BENCH_ENV) tests/bench/run.sh delivery

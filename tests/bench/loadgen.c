@@ -1,0 +1,438 @@
+/* loadgen.c - the benchmark client of hookd's control socket.
+ *
+ *   loadgen enqueue -s SOCK -e ENDPOINT [-c 4] [-n 200000] [-w 1000] [-t TAG] [-W] [-T 300]
+ *       N enqueues spread over C connections, each keeping up to W requests
+ *       outstanding (pipelined). Every reply must carry "ok":true. Time runs
+ *       from the first send to the last ack. -W: then poll stats until the
+ *       queue is empty (pending + in_flight == 0 and N rows settled).
+ *   loadgen steady -s SOCK -e ENDPOINT [-r 1000] [-d 10] [-t TAG]
+ *       Paced enqueues at R per second for D seconds on one connection
+ *       (absolute schedule, no drift); reports send-to-ack latency.
+ *   loadgen wait -s SOCK -n N [-T 300]
+ *       Poll stats until N rows are settled (see -W).
+ *   loadgen freeport
+ *       Print a free TCP port on 127.0.0.1.
+ *
+ * Output: one line of key=value pairs on stdout (the driver parses it);
+ * diagnostics on stderr. Single-threaded poll() loop: a client thread this
+ * lean is never the bottleneck of a daemon that fsyncs every batch. */
+#include "bench_common.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define OUT_HIGH (256 * 1024)
+#define IN_CAP (1 << 20)
+
+struct lc {
+    int fd, idx;
+    long quota, sent, acked, errors;
+    char *ob;
+    size_t olen, ooff, ocap;
+    char *ib;
+    size_t ilen;
+};
+
+static const char *opt_sock, *opt_ep, *opt_tag = "b";
+static long opt_n = 200000, opt_window = 1000, opt_rate = 1000, opt_secs = 10, opt_timeout = 300;
+static int opt_conns = 4, opt_wait;
+static long errors_printed;
+
+static void die(const char *m)
+{
+    fprintf(stderr, "loadgen: %s: %s\n", m, strerror(errno));
+    exit(2);
+}
+
+static int connect_unix(const char *path)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        die("socket");
+    if (strlen(path) >= sizeof a.sun_path) {
+        fprintf(stderr, "loadgen: socket path too long: %s\n", path);
+        exit(2);
+    }
+    strcpy(a.sun_path, path);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0)
+        die(path);
+    return fd;
+}
+
+static void lc_reserve(struct lc *c, size_t more)
+{
+    if (c->olen + more <= c->ocap)
+        return;
+    if (c->ooff) {
+        memmove(c->ob, c->ob + c->ooff, c->olen - c->ooff);
+        c->olen -= c->ooff;
+        c->ooff = 0;
+        if (c->olen + more <= c->ocap)
+            return;
+    }
+    c->ocap = (c->olen + more) * 2;
+    c->ob = realloc(c->ob, c->ocap);
+    if (!c->ob)
+        die("realloc");
+}
+
+static void lc_append_enqueue(struct lc *c, long i)
+{
+    char id[96], pl[256];
+    int n;
+
+    bench_event_id(id, sizeof id, opt_tag, c->idx, i);
+    bench_payload(pl, sizeof pl, i);
+    lc_reserve(c, 512);
+    n = snprintf(c->ob + c->olen, c->ocap - c->olen,
+                 "{\"op\":\"enqueue\",\"endpoint\":\"%s\",\"event_id\":\"%s\",\"payload\":%s}\n", opt_ep, id, pl);
+    c->olen += (size_t)n;
+    c->sent++;
+}
+
+/* 0 ok, -1 peer gone */
+static int lc_flush(struct lc *c)
+{
+    while (c->ooff < c->olen) {
+        ssize_t n = send(c->fd, c->ob + c->ooff, c->olen - c->ooff, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            return -1;
+        }
+        c->ooff += (size_t)n;
+    }
+    c->ooff = c->olen = 0;
+    return 0;
+}
+
+/* Read what is there; call on_line for each complete line. -1: EOF/error */
+static int lc_read(struct lc *c, void (*on_line)(struct lc *, char *, size_t))
+{
+    for (;;) {
+        ssize_t n;
+        size_t start = 0, i;
+
+        if (c->ilen == IN_CAP) {
+            fprintf(stderr, "loadgen: reply line longer than %d bytes\n", IN_CAP);
+            exit(2);
+        }
+        n = recv(c->fd, c->ib + c->ilen, IN_CAP - c->ilen, MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            return -1;
+        }
+        if (n == 0)
+            return -1;
+        for (i = c->ilen; i < c->ilen + (size_t)n; i++)
+            if (c->ib[i] == '\n') {
+                c->ib[i] = '\0';
+                on_line(c, c->ib + start, i - start);
+                start = i + 1;
+            }
+        c->ilen += (size_t)n;
+        memmove(c->ib, c->ib + start, c->ilen - start);
+        c->ilen -= start;
+    }
+}
+
+static int64_t *ack_lat_us, *send_at_us;
+
+static void on_ack(struct lc *c, char *line, size_t len)
+{
+    (void)len;
+    if (!strstr(line, "\"ok\":true")) {
+        c->errors++;
+        if (errors_printed++ < 5)
+            fprintf(stderr, "loadgen: error reply: %.300s\n", line);
+    }
+    if (ack_lat_us && c->acked < c->sent)
+        ack_lat_us[c->acked] = bench_mono_us() - send_at_us[c->acked];
+    c->acked++;
+}
+
+static struct lc *open_conns(int n)
+{
+    struct lc *v = calloc((size_t)n, sizeof *v);
+    int i;
+
+    if (!v)
+        die("calloc");
+    for (i = 0; i < n; i++) {
+        v[i].fd = connect_unix(opt_sock);
+        v[i].idx = i;
+        v[i].ib = malloc(IN_CAP);
+        if (!v[i].ib)
+            die("malloc");
+    }
+    return v;
+}
+
+/* ---- stats polling ---- */
+
+static long long json_num(const char *s, const char *key)
+{
+    char pat[64];
+    const char *p;
+
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    p = strstr(s, pat);
+    return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+/* Blocking request/reply on a dedicated connection. */
+static int stats_once(int fd, char *buf, size_t cap)
+{
+    static const char q[] = "{\"op\":\"stats\"}\n";
+    size_t len = 0;
+
+    if (send(fd, q, sizeof q - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof q - 1))
+        return -1;
+    for (;;) {
+        ssize_t n = recv(fd, buf + len, cap - 1 - len, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        len += (size_t)n;
+        buf[len] = '\0';
+        if (memchr(buf, '\n', len))
+            return 0;
+        if (len == cap - 1)
+            return -1;
+    }
+}
+
+/* Poll until pending + in_flight == 0 and delivered + dead + retrying >= n.
+ * Prints its key=value pairs (no newline); returns 0, 1 on timeout, 2 if
+ * the daemon cannot answer stats. */
+static int wait_settled(long n, int64_t t0_us, long timeout_s)
+{
+    char buf[65536];
+    int fd = connect_unix(opt_sock);
+    int64_t deadline = bench_mono_us() + (int64_t)timeout_s * 1000000;
+    long long pend = -1, infl = -1, deliv = -1, dead = -1, retry = -1;
+    int rc = 1;
+
+    while (bench_mono_us() < deadline) {
+        if (stats_once(fd, buf, sizeof buf) < 0 || !strstr(buf, "\"ok\":true")) {
+            fprintf(stderr, "loadgen: stats failed: %.300s\n", buf);
+            rc = 2;
+            break;
+        }
+        pend = json_num(buf, "pending");
+        infl = json_num(buf, "in_flight");
+        deliv = json_num(buf, "delivered_last_hour");
+        dead = json_num(buf, "dead_letter");
+        retry = json_num(buf, "awaiting_retry");
+        if (pend == 0 && infl == 0 && deliv + dead + retry >= n) {
+            rc = 0;
+            break;
+        }
+        usleep(100000);
+    }
+    printf(" settled=%s settled_s=%.3f delivered=%lld dead_letter=%lld awaiting_retry=%lld pending=%lld in_flight=%lld",
+           rc == 0 ? "yes" : "no", (double)(bench_mono_us() - t0_us) / 1e6, deliv, dead, retry, pend, infl);
+    close(fd);
+    return rc;
+}
+
+/* ---- modes ---- */
+
+static int run_enqueue(void)
+{
+    struct lc *v = open_conns(opt_conns);
+    struct pollfd *pf = calloc((size_t)opt_conns, sizeof *pf);
+    long total_acked = 0, total_err = 0;
+    int64_t t0, t1, first_wall_ms;
+    int i, rc = 0;
+
+    if (!pf)
+        die("calloc");
+    for (i = 0; i < opt_conns; i++)
+        v[i].quota = opt_n / opt_conns + (i < opt_n % opt_conns);
+    first_wall_ms = bench_wall_us() / 1000;
+    t0 = bench_mono_us();
+    for (;;) {
+        int live = 0;
+        for (i = 0; i < opt_conns; i++) {
+            struct lc *c = &v[i];
+            while (c->sent < c->quota && c->sent - c->acked < opt_window && c->olen - c->ooff < OUT_HIGH)
+                lc_append_enqueue(c, c->sent);
+            if (lc_flush(c) < 0) {
+                fprintf(stderr, "loadgen: connection %d closed by hookd\n", i);
+                return 2;
+            }
+            pf[i].fd = c->fd;
+            pf[i].events = POLLIN | (c->olen > c->ooff ? POLLOUT : 0);
+            pf[i].revents = 0;
+            if (c->acked < c->quota)
+                live++;
+        }
+        if (!live)
+            break;
+        if (poll(pf, (nfds_t)opt_conns, 30000) <= 0) {
+            fprintf(stderr, "loadgen: no reply for 30 s\n");
+            return 2;
+        }
+        for (i = 0; i < opt_conns; i++)
+            if ((pf[i].revents & (POLLIN | POLLHUP | POLLERR)) && lc_read(&v[i], on_ack) < 0 &&
+                v[i].acked < v[i].quota) {
+                fprintf(stderr, "loadgen: connection %d closed by hookd\n", i);
+                return 2;
+            }
+    }
+    t1 = bench_mono_us();
+    for (i = 0; i < opt_conns; i++) {
+        total_acked += v[i].acked;
+        total_err += v[i].errors;
+    }
+    printf("first_send_ms=%lld acks=%ld errors=%ld enqueue_s=%.3f enqueue_rate=%.0f", (long long)first_wall_ms,
+           total_acked, total_err, (double)(t1 - t0) / 1e6, (double)total_acked / ((double)(t1 - t0) / 1e6));
+    fflush(stdout);
+    if (opt_wait)
+        rc = wait_settled(opt_n, t0, opt_timeout);
+    printf("\n");
+    for (i = 0; i < opt_conns; i++)
+        close(v[i].fd);
+    return total_err ? 1 : rc;
+}
+
+static int run_steady(void)
+{
+    struct lc *c = open_conns(1);
+    long total = opt_rate * opt_secs;
+    int64_t t0, first_wall_ms, end_deadline;
+    struct pollfd pf;
+    double per_us = 1e6 / (double)opt_rate;
+
+    send_at_us = calloc((size_t)total, sizeof *send_at_us);
+    ack_lat_us = calloc((size_t)total, sizeof *ack_lat_us);
+    if (!send_at_us || !ack_lat_us)
+        die("calloc");
+    c->quota = total;
+    first_wall_ms = bench_wall_us() / 1000;
+    t0 = bench_mono_us();
+    end_deadline = t0 + (int64_t)opt_secs * 1000000 + 30000000;
+    while (c->acked < total) {
+        int64_t now = bench_mono_us(), next_at;
+        int timeout_ms;
+        while (c->sent < total && (double)(now - t0) >= (double)c->sent * per_us) {
+            send_at_us[c->sent] = now;
+            lc_append_enqueue(c, c->sent);
+        }
+        if (lc_flush(c) < 0) {
+            fprintf(stderr, "loadgen: connection closed by hookd\n");
+            return 2;
+        }
+        if (now > end_deadline) {
+            fprintf(stderr, "loadgen: %ld replies missing after 30 s\n", total - c->acked);
+            return 2;
+        }
+        next_at = c->sent < total ? t0 + (int64_t)((double)c->sent * per_us) : now + 100000;
+        pf.fd = c->fd;
+        pf.events = POLLIN | (c->olen > c->ooff ? POLLOUT : 0);
+        pf.revents = 0;
+        {
+            struct timespec ts;
+            int64_t wait_us = next_at - now;
+            if (wait_us < 0)
+                wait_us = 0;
+            ts.tv_sec = wait_us / 1000000;
+            ts.tv_nsec = (wait_us % 1000000) * 1000;
+            timeout_ms = ppoll(&pf, 1, &ts, NULL);
+        }
+        if (timeout_ms > 0 && (pf.revents & (POLLIN | POLLHUP | POLLERR)) && lc_read(c, on_ack) < 0 &&
+            c->acked < total) {
+            fprintf(stderr, "loadgen: connection closed by hookd\n");
+            return 2;
+        }
+    }
+    {
+        int64_t t1 = bench_mono_us();
+        qsort(ack_lat_us, (size_t)total, sizeof *ack_lat_us, bench_cmp_i64);
+        printf("first_send_ms=%lld sent=%ld acks=%ld errors=%ld steady_s=%.3f steady_rate=%.0f "
+               "ack_p50_us=%lld ack_p99_us=%lld ack_max_us=%lld\n",
+               (long long)first_wall_ms, c->sent, c->acked, c->errors, (double)(t1 - t0) / 1e6,
+               (double)c->acked / ((double)(t1 - t0) / 1e6), (long long)bench_pct(ack_lat_us, (size_t)total, 50),
+               (long long)bench_pct(ack_lat_us, (size_t)total, 99), (long long)ack_lat_us[total - 1]);
+    }
+    return c->errors ? 1 : 0;
+}
+
+static int run_freeport(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+        die("freeport");
+    printf("%d\n", ntohs(a.sin_port));
+    close(fd);
+    return 0;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: loadgen enqueue|steady|wait|freeport [-s SOCK] [-e ENDPOINT] [-c CONNS] [-n N] "
+                    "[-w WINDOW] [-t TAG] [-W] [-T TIMEOUT_S] [-r RATE] [-d SECONDS]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode;
+    int o;
+
+    if (argc < 2)
+        usage();
+    mode = argv[1];
+    signal(SIGPIPE, SIG_IGN);
+    optind = 2;
+    while ((o = getopt(argc, argv, "s:e:c:n:w:t:WT:r:d:")) != -1) {
+        switch (o) {
+        case 's': opt_sock = optarg; break;
+        case 'e': opt_ep = optarg; break;
+        case 'c': opt_conns = atoi(optarg); break;
+        case 'n': opt_n = atol(optarg); break;
+        case 'w': opt_window = atol(optarg); break;
+        case 't': opt_tag = optarg; break;
+        case 'W': opt_wait = 1; break;
+        case 'T': opt_timeout = atol(optarg); break;
+        case 'r': opt_rate = atol(optarg); break;
+        case 'd': opt_secs = atol(optarg); break;
+        default: usage();
+        }
+    }
+    if (strcmp(mode, "freeport") == 0)
+        return run_freeport();
+    if (!opt_sock || opt_conns < 1 || opt_n < 1 || opt_window < 1 || opt_rate < 1 || opt_secs < 1)
+        usage();
+    if (strcmp(mode, "wait") == 0) {
+        int rc = wait_settled(opt_n, bench_mono_us(), opt_timeout);
+        printf("\n");
+        return rc;
+    }
+    if (!opt_ep)
+        usage();
+    if (strcmp(mode, "enqueue") == 0)
+        return run_enqueue();
+    if (strcmp(mode, "steady") == 0)
+        return run_steady();
+    usage();
+    return 2;
+}

@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# tests/bench/run.sh - hookd benchmark driver (see tests/bench/README.md).
+#   run.sh all|enqueue|delivery
+# Normally run through `make bench`, `make bench-enqueue`, `make bench-delivery`.
+# Everything is bounded (counts, durations, timeouts), loopback only, and
+# every process started here (hookd, nginx, the seed's postgres) is stopped
+# on exit. Ratios are what to read: the machine is shared and noisy, both
+# sides of each ratio are measured in the same run, back to back.
+set -euo pipefail
+what=${1:-all}
+case "$what" in all|enqueue|delivery) ;; *) echo "usage: $0 all|enqueue|delivery" >&2; exit 2;; esac
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+SHARED=${SHARED:-$(cd "$root/.." && pwd)/shared}
+HOOKD=${HOOKD:-$root/build/hookd}
+BIN=${BENCH_BIN:-$root/build/bench}
+ENQ_N=${BENCH_ENQ_N:-200000}
+ENQ_CONNS=${BENCH_ENQ_CONNS:-4}
+ENQ_WINDOW=${BENCH_ENQ_WINDOW:-1000}
+ENQ_ROUNDS=${BENCH_ENQ_ROUNDS:-2}
+DEL_N=${BENCH_DEL_N:-200000}
+DEL_INFLIGHT=${BENCH_DEL_INFLIGHT:-256}
+LAT_RATE=${BENCH_LAT_RATE:-1000}
+LAT_SECS=${BENCH_LAT_SECS:-10}
+WRK_SECS=${BENCH_WRK_SECS:-10}
+SEED=${BENCH_SEED:-1}
+SEED_N=${BENCH_SEED_N:-3000}
+SEED_K=${BENCH_SEED_K:-3}
+RESULTS=$BIN/results.txt
+
+for f in "$HOOKD" "$BIN/loadgen" "$BIN/rawinsert" "$BIN/dbreport"; do
+  [ -x "$f" ] || { echo "bench: $f missing (run through make)" >&2; exit 2; }
+done
+if [ "$what" != enqueue ]; then
+  for f in "$SHARED/bench/receiver-nginx.sh" "$SHARED/bench/post.lua"; do
+    [ -r "$f" ] || { echo "bench: $f missing (shared/ must sit beside the repository)" >&2; exit 2; }
+  done
+fi
+
+# ---- packages: install only what is missing (Debian) ----
+need_pkgs() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} = 0 ] && return 0
+  echo "bench: installing ${missing[*]}" >&2
+  local sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null ||
+    { $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null &&
+      $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null; }
+}
+if [ "$what" != enqueue ]; then
+  command -v nginx >/dev/null || need_pkgs nginx-light
+  need_pkgs wrk
+  [ "$SEED" = 0 ] || need_pkgs postgresql python3-psycopg2 python3-requests
+fi
+
+# ---- lifecycle ----
+mkdir -p "$BIN"
+work=$(mktemp -d "$BIN/work.XXXXXX")
+hookd_pids=()
+nginx_dirs=()
+seed_pid=
+stop_pid() {  # stop_pid PID [grace seconds]: TERM, then KILL
+  local pid=$1 n=$(( ${2:-20} * 10 ))
+  kill -TERM "$pid" 2>/dev/null || return 0
+  while kill -0 "$pid" 2>/dev/null && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+  local p d
+  trap - EXIT INT TERM
+  [ -n "$seed_pid" ] && stop_pid "$seed_pid" 60
+  for p in "${hookd_pids[@]}"; do stop_pid "$p" 5; done
+  for d in "${nginx_dirs[@]}"; do "$SHARED/bench/receiver-nginx.sh" stop "$d" || true; done
+  [ "${BENCH_KEEP:-0}" = 1 ] && echo "bench: kept $work" >&2 || rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+kv() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2" | head -1; }
+div() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }'; }
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "n/a" && a + 0 >= b + 0) }'; }
+log() { echo "bench: $*" >&2; }
+
+rows=$work/rows
+: >"$rows"
+row() { printf '%-58s %14s   %s\n' "$1" "$2" "${3:-}" >>"$rows"; }
+verdict() { if ge "$1" "$2"; then echo "target >= $2: PASS"; else echo "target >= $2: FAIL"; fi; }
+
+# write_conf DIR [endpoint lines...]: a config with everything in DIR
+write_conf() {
+  local d=$1; shift
+  mkdir -p "$d"
+  {
+    printf '[storage]\npath = %s/hookd.db\nsynchronous = full\n' "$d"
+    printf '[server]\nsocket = %s/hookd.sock\n' "$d"
+    printf '[log]\nlevel = warn\n'
+    printf '%s\n' "$@"
+  } >"$d/hookd.ini"
+}
+HOOKD_PID=
+start_hookd() {  # start_hookd DIR
+  local d=$1 n=150
+  (cd "$d" && exec "$HOOKD" serve -c "$d/hookd.ini") >"$d/hookd.log" 2>&1 &
+  HOOKD_PID=$!
+  hookd_pids+=("$HOOKD_PID")
+  while [ ! -S "$d/hookd.sock" ]; do
+    kill -0 "$HOOKD_PID" 2>/dev/null || { cat "$d/hookd.log" >&2; log "hookd exited"; exit 1; }
+    n=$((n - 1)); [ $n -gt 0 ] || { cat "$d/hookd.log" >&2; log "no socket after 15 s"; exit 1; }
+    sleep 0.1
+  done
+}
+peak_rss_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
+
+# ---- 1. enqueue ----
+bench_enqueue() {
+  local r best_h=0 best_r=0 out d hk rw db
+  log "enqueue: $ENQ_N pipelined enqueues over $ENQ_CONNS connections (window $ENQ_WINDOW), synchronous=full, $ENQ_ROUNDS rounds"
+  for r in $(seq "$ENQ_ROUNDS"); do
+    d=$work/enq$r
+    # a paused endpoint: enqueues are stored, nothing is ever claimed, so
+    # no delivery work competes with the measurement (checked below)
+    write_conf "$d" '[endpoint.sink]' 'url = http://127.0.0.1:9/hook' 'paused = yes'
+    start_hookd "$d"
+    out=$("$BIN/loadgen" enqueue -s "$d/hookd.sock" -e sink -c "$ENQ_CONNS" -n "$ENQ_N" -w "$ENQ_WINDOW" -t "e$r") ||
+      { log "enqueue round $r failed: $out"; exit 1; }
+    log "  round $r hookd: $out"
+    stop_hookd_pid=$HOOKD_PID; stop_pid "$stop_hookd_pid"
+    db=$("$BIN/dbreport" delivery "$d/hookd.db" 0 || true)
+    [ "$(kv db_not_delivered "$db")" = "$ENQ_N" ] && [ "$(kv db_attempts "$db")" = 0 ] ||
+      { log "  paused endpoint did not isolate enqueue: $db"; exit 1; }
+    hk=$(kv enqueue_rate "$out")
+    rm -f "$d"/hookd.db*
+    rw=$("$BIN/rawinsert" -d "$d/raw.db" -s "$root/schema/001_init.sql" -n "$ENQ_N" -b 1000 -c "$ENQ_CONNS" -t "r$r")
+    log "  round $r raw:   $rw"
+    rm -f "$d"/raw.db*
+    rw=$(kv raw_rate "$rw")
+    awk -v a="$hk" -v b="$best_h" 'BEGIN { exit !(a > b) }' && best_h=$hk
+    awk -v a="$rw" -v b="$best_r" 'BEGIN { exit !(a > b) }' && best_r=$rw
+    row "enqueue round $r: hookd acks/s | raw inserts/s | ratio" "$hk | $rw" "$(div "$hk" "$rw")"
+  done
+  local ratio; ratio=$(div "$best_h" "$best_r")
+  row "enqueue: hookd acked enqueues/s (best of $ENQ_ROUNDS)" "$best_h" "$ENQ_CONNS conns, window $ENQ_WINDOW, synchronous=full"
+  row "enqueue: raw SQLite inserts/s (best of $ENQ_ROUNDS)" "$best_r" "1 conn, prepared INSERT, 1000/txn, synchronous=full"
+  row "enqueue: ratio hookd / raw" "$ratio" "$(verdict "$ratio" 0.50)"
+}
+
+# ---- 2. delivery ----
+bench_delivery() {
+  local port d out db rss wrk_rate hk lat seed_line seed_rate ratio wait_rc
+
+  port=$("$BIN/loadgen" freeport)
+  nginx_dirs+=("$work/nginx")
+  "$SHARED/bench/receiver-nginx.sh" start "$port" "$work/nginx" >&2
+
+  log "delivery: wrk -t2 -c64 -d${WRK_SECS}s against nginx (the ceiling)"
+  out=$(wrk -t2 -c64 -d"${WRK_SECS}s" -s "$SHARED/bench/post.lua" "http://127.0.0.1:$port/hook")
+  wrk_rate=$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' <<<"$out")
+  log "  wrk: $wrk_rate req/s"
+
+  log "delivery: $DEL_N messages streamed in, max_in_flight_per_endpoint=$DEL_INFLIGHT, workers=0"
+  d=$work/del
+  write_conf "$d" '[delivery]' 'workers = 0' "max_in_flight_per_endpoint = $DEL_INFLIGHT" \
+    'allow_networks = 127.0.0.0/8' '[endpoint.nginx]' "url = http://127.0.0.1:$port/hook"
+  start_hookd "$d"
+  wait_rc=0
+  out=$("$BIN/loadgen" enqueue -s "$d/hookd.sock" -e nginx -c 4 -n "$DEL_N" -w 1000 -t d -W -T 600) || wait_rc=$?
+  log "  hookd: $out"
+  if [ "$wait_rc" = 2 ] && [ "$(kv acks "$out")" = "$DEL_N" ]; then
+    log "  stats unusable: polling the database instead"
+    out="$out $("$BIN/dbreport" wait "$d/hookd.db" "$DEL_N" 600)"
+  fi
+  rss=$(peak_rss_kb "$HOOKD_PID")
+  stop_pid "$HOOKD_PID"
+  db=$("$BIN/dbreport" delivery "$d/hookd.db" "$(kv first_send_ms "$out")") || true
+  log "  db: $db"
+  hk=$(kv db_delivered_rate "$db")
+  [ "$(kv db_delivered "$db")" = "$DEL_N" ] || log "  WARNING: only $(kv db_delivered "$db") of $DEL_N delivered"
+  rm -f "$d"/hookd.db*
+
+  log "delivery: first-attempt latency at a steady $LAT_RATE/s for ${LAT_SECS}s"
+  d=$work/lat
+  write_conf "$d" '[delivery]' 'workers = 0' "max_in_flight_per_endpoint = $DEL_INFLIGHT" \
+    'allow_networks = 127.0.0.0/8' '[endpoint.nginx]' "url = http://127.0.0.1:$port/hook"
+  start_hookd "$d"
+  local steady
+  steady=$("$BIN/loadgen" steady -s "$d/hookd.sock" -e nginx -r "$LAT_RATE" -d "$LAT_SECS" -t l) ||
+    { log "steady run failed: $steady"; exit 1; }
+  log "  steady: $steady"
+  "$BIN/loadgen" wait -s "$d/hookd.sock" -n $((LAT_RATE * LAT_SECS)) -T 60 >/dev/null ||
+    "$BIN/dbreport" wait "$d/hookd.db" $((LAT_RATE * LAT_SECS)) 60 >/dev/null || true
+  stop_pid "$HOOKD_PID"
+  lat=$("$BIN/dbreport" latency "$d/hookd.db" l) || true
+  log "  latency: $lat"
+  "$SHARED/bench/receiver-nginx.sh" stop "$work/nginx"
+
+  seed_rate=
+  if [ "$SEED" != 0 ]; then
+    log "delivery: seed design, N=$SEED_N K=$SEED_K (slow by design)"
+    "$SHARED/peers/seed-postgres/run.sh" "$SEED_N" "$SEED_K" "$("$BIN/loadgen" freeport)" >"$work/seed.out" 2>&1 &
+    seed_pid=$!
+    wait "$seed_pid" || { cat "$work/seed.out" >&2; log "seed run failed"; }
+    seed_pid=
+    seed_line=$(grep '^seed-postgres delivered' "$work/seed.out" || true)
+    log "  $seed_line"
+    seed_rate=$(sed -n 's/.*= \([0-9.]*\)\/s.*/\1/p' <<<"$seed_line")
+  fi
+
+  row "delivery: wrk ceiling, req/s (-t2 -c64 -d${WRK_SECS}s)" "$wrk_rate" "POST post.lua body to nginx 204"
+  row "delivery: hookd delivered/s ($DEL_N msgs)" "$hk" \
+    "first send to last delivered_at; $(kv db_delivered "$db") delivered, $(kv db_attempts "$db") attempts"
+  ratio=$(div "$hk" "$wrk_rate")
+  row "delivery: ratio hookd / wrk" "$ratio" "$(verdict "$ratio" 0.25)"
+  if [ -n "$seed_rate" ]; then
+    row "delivery: seed-postgres delivered/s (N=$SEED_N K=$SEED_K)" "$seed_rate" ""
+    ratio=$(div "$hk" "$seed_rate")
+    row "delivery: ratio hookd / seed" "$ratio" "$(verdict "$ratio" 100)"
+  else
+    row "delivery: seed-postgres" "skipped" "BENCH_SEED=0"
+  fi
+  row "delivery: hookd peak RSS, MiB (VmHWM)" "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')" "200k run"
+  row "latency @${LAT_RATE}/s: achieved enqueue rate" "$(kv steady_rate "$steady")" \
+    "acks $(kv acks "$steady"), send->ack p50/p99 $(kv ack_p50_us "$steady")/$(kv ack_p99_us "$steady") us"
+  row "latency: enqueue->first attempt start p50 ms" "$(kv start_p50_ms "$lat")" \
+    "created_at -> measured_at - response_ms (ms clock)"
+  local p99; p99=$(kv start_p99_ms "$lat")
+  row "latency: enqueue->first attempt start p99 ms" "$p99" \
+    "$(awk -v p="$p99" 'BEGIN { if (p != "" && p + 0 < 10) print "target < 10: PASS"; else print "target < 10: FAIL" }')"
+  row "latency: enqueue->first result recorded p50/p99 ms" "$(kv done_p50_ms "$lat")/$(kv done_p99_ms "$lat")" \
+    "created_at -> measured_at (upper bound), max $(kv done_max_ms "$lat")"
+}
+
+[ "$what" = delivery ] || bench_enqueue
+[ "$what" = enqueue ] || bench_delivery
+
+{
+  echo "hookd benchmark ($what) $(date -u +%Y-%m-%dT%H:%M:%SZ) rev $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \
+    "on $(nproc) cores, $(uname -r)"
+  printf '%-58s %14s   %s\n' "measure" "value" "notes"
+  cat "$rows"
+} | tee "$RESULTS"
