@@ -1,0 +1,672 @@
+"""Shared fixtures for the hookd integration tests.
+
+Everything here is stdlib only. The pieces:
+
+  hookd       fixture factory: hookd(endpoints=..., sections=...) writes a
+              config into a temp dir, starts `$HOOKD_BIN serve -c cfg`, waits
+              for the control socket and returns a Daemon. Teardown sends
+              SIGTERM and asserts exit status 0 (unless the test killed it).
+  Client      a control-socket client: request(dict) -> dict, raw send/recv
+              of lines, pipeline(list) -> list.
+  receiver    fixture factory of Receiver: a threaded HTTP server on
+              127.0.0.1 that records every request and answers as told
+              (status, sequence, delay, hang, Retry-After, redirect, reset).
+  wait_until  poll a predicate until it is truthy or a timeout passes.
+  sign / verify_signature   Standard Webhooks signatures, computed in Python.
+"""
+import base64
+import hashlib
+import hmac
+import http.server
+import json
+import os
+import resource
+import shutil
+import signal
+import socket
+import sqlite3
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HOOKD_BIN = os.environ.get("HOOKD_BIN") or str(ROOT / "build" / "hookd")
+
+SECRET_A = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+SECRET_B = "whsec_" + base64.b64encode(b"a second, rotated signing key!!!").decode()
+
+
+def raise_nofile(want=8192):
+    """Raise RLIMIT_NOFILE (soft) for this process and the daemons it starts."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+# ---------------------------------------------------------------- waiting
+
+def wait_until(pred, timeout=10.0, interval=0.02, msg=None):
+    """Call pred() until it returns something truthy; return that value.
+    Fails the test (AssertionError) after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        last = pred()
+        if last:
+            return last
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %.1fs waiting for %s (last value %r)"
+                                 % (timeout, msg or getattr(pred, "__name__", "condition"), last))
+        time.sleep(interval)
+
+
+# ---------------------------------------------------------------- signatures
+
+def sign(secret, msg_id, ts, body):
+    """The Standard Webhooks v1 signature for one secret ("v1,<base64>")."""
+    key = base64.b64decode(secret[len("whsec_"):] if secret.startswith("whsec_") else secret)
+    if isinstance(body, str):
+        body = body.encode()
+    mac = hmac.new(key, b"%s.%s.%s" % (msg_id.encode(), str(ts).encode(), body), hashlib.sha256)
+    return "v1," + base64.b64encode(mac.digest()).decode()
+
+
+def verify_signature(secret, headers, body):
+    """True if one of the space-separated webhook-signature entries is the
+    HMAC of this request under `secret`."""
+    msg_id = headers.get("webhook-id")
+    ts = headers.get("webhook-timestamp")
+    sig = headers.get("webhook-signature")
+    if not (msg_id and ts and sig):
+        return False
+    want = sign(secret, msg_id, ts, body)
+    return any(hmac.compare_digest(want, s) for s in sig.split(" "))
+
+
+# ---------------------------------------------------------------- client
+
+class ProtocolError(Exception):
+    pass
+
+
+class Client:
+    """One connection to the control socket. Lines are bytes on the wire;
+    request()/pipeline() speak dicts."""
+
+    def __init__(self, path, timeout=10.0):
+        self.path = str(path)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(self.path)
+        self.buf = b""
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def settimeout(self, t):
+        self.sock.settimeout(t)
+
+    # raw
+    def send(self, data):
+        if isinstance(data, str):
+            data = data.encode()
+        self.sock.sendall(data)
+
+    def send_line(self, data):
+        if isinstance(data, str):
+            data = data.encode()
+        self.send(data + b"\n")
+
+    def recv_line(self):
+        """One reply line (bytes, without the newline). Raises EOFError if
+        the daemon closed the connection."""
+        while b"\n" not in self.buf:
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                raise EOFError("connection closed by hookd; buffered %r" % self.buf[:200])
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line
+
+    def recv_json(self):
+        line = self.recv_line()
+        try:
+            return json.loads(line)
+        except ValueError as e:
+            raise ProtocolError("reply is not JSON: %r" % line[:300]) from e
+
+    def recv_lines(self, n):
+        return [self.recv_line() for _ in range(n)]
+
+    # dicts
+    def request(self, obj):
+        self.send_line(json.dumps(obj))
+        return self.recv_json()
+
+    def pipeline(self, objs):
+        """Send every request in one write, then read as many replies."""
+        self.send(b"".join(json.dumps(o).encode() + b"\n" for o in objs))
+        return [self.recv_json() for _ in objs]
+
+    # conveniences
+    def ping(self):
+        r = self.request({"op": "ping"})
+        assert r.get("ok") is True and r.get("pong") is True, r
+        return r
+
+    def enqueue(self, endpoint=None, payload=None, event_id=None, event_type=None):
+        req = {"op": "enqueue", "payload": payload if payload is not None else {"n": 1}}
+        if endpoint is not None:
+            req["endpoint"] = endpoint
+        if event_id is not None:
+            req["event_id"] = event_id
+        if event_type is not None:
+            req["event_type"] = event_type
+        return self.request(req)
+
+    def get(self, mid):
+        return self.request({"op": "get", "id": mid})
+
+
+def error_code(reply):
+    assert reply.get("ok") is False, "expected an error reply, got %r" % (reply,)
+    err = reply.get("error")
+    assert isinstance(err, dict) and isinstance(err.get("code"), str) and isinstance(err.get("message"), str), reply
+    return err["code"]
+
+
+# ---------------------------------------------------------------- daemon
+
+def _ini_value(v):
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return str(v)
+
+
+def render_ini(sections):
+    """sections: {name: {key: value | [values] | None}}. A list repeats the
+    key; None leaves the key out."""
+    out = []
+    for name, kv in sections.items():
+        out.append("[%s]" % name)
+        for k, v in kv.items():
+            if v is None:
+                continue
+            for one in (v if isinstance(v, (list, tuple)) else [v]):
+                out.append("%s = %s" % (k, _ini_value(one)))
+        out.append("")
+    return "\n".join(out)
+
+
+class Daemon:
+    """A hookd process and its files. start()/stop()/kill()/restart()."""
+
+    def __init__(self, workdir, sockdir, sections):
+        self.dir = Path(workdir)
+        self.sockdir = Path(sockdir)
+        self.sections = sections
+        self.cfg = self.dir / "hookd.ini"
+        self.db = Path(sections["storage"]["path"])
+        self.sock = Path(sections["server"]["socket"])
+        self.proc = None
+        self.killed = False
+        self.runs = 0
+        self.logs = []          # one stderr file per start
+        self._logf = None
+        self.write_config()
+
+    # files
+    def write_config(self, sections=None):
+        if sections is not None:
+            self.sections = sections
+        self.cfg.write_text(render_ini(self.sections))
+
+    @property
+    def log_path(self):
+        return self.logs[-1] if self.logs else None
+
+    def log(self):
+        """stderr of every run so far."""
+        return "".join(p.read_text(errors="replace") for p in self.logs if p.exists())
+
+    # process
+    def start(self, wait=True, timeout=15.0):
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        self.runs += 1
+        path = self.dir / ("hookd.%d.log" % self.runs)
+        self.logs.append(path)
+        self._logf = open(path, "wb")
+        self.killed = False
+        self.proc = subprocess.Popen([HOOKD_BIN, "serve", "-c", str(self.cfg)], stdin=subprocess.DEVNULL,
+                                     stdout=self._logf, stderr=self._logf, cwd=str(self.dir))
+        if wait:
+            self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout=15.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError("hookd exited with %s during start:\n%s" % (self.proc.returncode, self.log()))
+            if self.sock.exists():
+                try:
+                    with Client(self.sock, timeout=5) as c:
+                        c.ping()
+                    return
+                except (ConnectionRefusedError, FileNotFoundError):
+                    pass
+            if time.monotonic() > deadline:
+                raise AssertionError("no control socket after %.0fs:\n%s" % (timeout, self.log()))
+            time.sleep(0.02)
+
+    @property
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def _closelog(self):
+        if self._logf:
+            self._logf.close()
+            self._logf = None
+
+    def terminate(self, timeout=30.0):
+        """SIGTERM and wait; returns the exit status."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            self._closelog()
+            raise AssertionError("hookd did not exit within %.0fs of SIGTERM:\n%s" % (timeout, self.log()))
+        self._closelog()
+        return rc
+
+    def stop(self, timeout=30.0):
+        """SIGTERM, wait, assert a clean exit (status 0)."""
+        rc = self.terminate(timeout)
+        assert rc == 0, "hookd exited with %s after SIGTERM:\n%s" % (rc, self.log()[-4000:])
+        return rc
+
+    def kill(self):
+        """SIGKILL: the test takes responsibility for the exit status."""
+        self.killed = True
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+        self._closelog()
+
+    def restart(self):
+        if self.running:
+            self.stop()
+        return self.start()
+
+    # talking to it
+    def client(self, timeout=10.0):
+        return Client(self.sock, timeout=timeout)
+
+    def request(self, obj):
+        with self.client() as c:
+            return c.request(obj)
+
+    def enqueue(self, endpoint=None, payload=None, event_id=None, event_type=None):
+        with self.client() as c:
+            return c.enqueue(endpoint, payload, event_id, event_type)
+
+    def get(self, mid):
+        r = self.request({"op": "get", "id": mid})
+        assert r.get("ok") is True, r
+        return r["message"]
+
+    def stats(self):
+        r = self.request({"op": "stats"})
+        assert r.get("ok") is True, r
+        return r["stats"]
+
+    def endpoints(self):
+        """endpoint.list as {name: entry}."""
+        r = self.request({"op": "endpoint.list"})
+        assert r.get("ok") is True, r
+        eps = r.get("endpoints")
+        assert isinstance(eps, list), r
+        return {e["name"]: e for e in eps}
+
+    # the database, read-only from Python
+    def sql(self, query, args=()):
+        con = sqlite3.connect("file:%s?mode=ro" % self.db, uri=True, timeout=10)
+        try:
+            return con.execute(query, args).fetchall()
+        finally:
+            con.close()
+
+    def row(self, mid):
+        con = sqlite3.connect("file:%s?mode=ro" % self.db, uri=True, timeout=10)
+        con.row_factory = sqlite3.Row
+        try:
+            r = con.execute("SELECT * FROM webhook_queue WHERE id = ?", (mid,)).fetchone()
+            return dict(r) if r else None
+        finally:
+            con.close()
+
+    def status(self, mid):
+        r = self.row(mid)
+        return r and r["status"]
+
+    def statuses(self):
+        return dict(self.sql("SELECT status, count(*) FROM webhook_queue GROUP BY status"))
+
+    def wait_status(self, mid, want, timeout=10.0):
+        want = (want,) if isinstance(want, str) else tuple(want)
+        wait_until(lambda: self.status(mid) in want, timeout, msg="message %s status in %s (log tail:\n%s)"
+                   % (mid, want, self.log()[-1500:]))
+        return self.row(mid)
+
+
+def base_sections(workdir, sockdir):
+    return {
+        "storage": {"path": str(Path(workdir) / "hookd.db")},
+        "server": {"socket": str(Path(sockdir) / "run" / "hookd.sock")},
+        "delivery": {
+            "allow_networks": "127.0.0.0/8",
+            "base_delay": "50ms",
+            "max_delay": "200ms",
+            "timeout": "5s",
+            "connect_timeout": "2s",
+            "shutdown_grace": "5s",
+        },
+        "log": {"level": "info"},
+    }
+
+
+def merge_sections(base, extra):
+    out = {k: dict(v) for k, v in base.items()}
+    for name, kv in (extra or {}).items():
+        out.setdefault(name, {}).update(kv)
+    return out
+
+
+@pytest.fixture
+def hookd(tmp_path):
+    """Factory: hookd(endpoints={"a": {"url": ...}}, sections={"delivery": {...}},
+    start=True) -> Daemon. Keys set to None are removed from the config.
+    The control socket lives in a short /tmp dir (sun_path is 108 bytes)
+    that other users can traverse (the socket dir itself is hookd's: 0750)."""
+    made = []
+
+    def factory(endpoints=None, sections=None, start=True, name=None):
+        workdir = tmp_path / (name or "hookd%d" % len(made))
+        workdir.mkdir()
+        sockdir = tempfile.mkdtemp(prefix="hk")
+        os.chmod(sockdir, 0o755)
+        secs = merge_sections(base_sections(workdir, sockdir), sections)
+        for ep, kv in (endpoints or {}).items():
+            secs["endpoint." + ep] = dict(kv)
+        d = Daemon(workdir, sockdir, secs)
+        made.append(d)
+        if start:
+            d.start()
+        return d
+
+    yield factory
+
+    problems = []
+    for d in made:
+        try:
+            if d.proc is not None and not d.killed and d.proc.returncode is None:
+                rc = d.terminate()
+                if rc != 0:
+                    problems.append("hookd in %s exited with %s after SIGTERM:\n%s" % (d.dir, rc, d.log()[-3000:]))
+            elif d.proc is not None and d.running:
+                d.kill()
+        finally:
+            shutil.rmtree(d.sockdir, ignore_errors=True)
+    assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------- receiver
+
+class Reply:
+    """How the receiver answers one request.
+    status: HTTP status; headers: extra headers; body: response body;
+    delay: seconds to wait before answering; hang: never answer (until the
+    receiver stops); reset: close the connection with a TCP RST, no reply."""
+
+    def __init__(self, status=200, headers=None, body=b"ok", delay=0.0, hang=False, reset=False):
+        self.status = status
+        self.headers = dict(headers or {})
+        self.body = body.encode() if isinstance(body, str) else body
+        self.delay = delay
+        self.hang = hang
+        self.reset = reset
+
+    def __repr__(self):
+        return "Reply(%r)" % self.__dict__
+
+
+def redirect(location, status=302):
+    return Reply(status, {"Location": location}, b"")
+
+
+def retry_after(value, status=429):
+    return Reply(status, {"Retry-After": str(value)}, b"slow down")
+
+
+HANG = Reply(hang=True)
+RESET = Reply(reset=True)
+
+
+class Sequence:
+    """Answers in order; the last one repeats."""
+
+    def __init__(self, *replies):
+        assert replies
+        self.replies = list(replies)
+        self.i = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, req):
+        with self.lock:
+            r = self.replies[min(self.i, len(self.replies) - 1)]
+            self.i += 1
+        return r
+
+
+def _as_reply(v, req):
+    if callable(v) and not isinstance(v, Reply):
+        v = v(req)
+    if isinstance(v, int):
+        v = Reply(v)
+    assert isinstance(v, Reply), v
+    return v
+
+
+class Request:
+    """One request the receiver saw."""
+
+    def __init__(self, method, path, headers, body, t_wall, t_mono, peer):
+        self.method = method
+        self.path = path
+        self.headers = headers        # lower-cased names -> value (last wins)
+        self.body = body
+        self.t_wall = t_wall          # time.time() when the body was read
+        self.t = t_mono               # time.monotonic() likewise
+        self.peer = peer
+        self.t_done = None            # monotonic time the answer was sent (None: not answered)
+        self.reply = None
+
+    @property
+    def event_id(self):
+        return self.headers.get("webhook-id")
+
+    def json(self):
+        return json.loads(self.body)
+
+    def __repr__(self):
+        return "<%s %s id=%s %d bytes>" % (self.method, self.path, self.event_id, len(self.body))
+
+
+class Receiver:
+    """Threaded HTTP receiver. Behaviour per path prefix (longest wins) or
+    the default: an int status, a Reply, a Sequence, or a callable
+    taking the Request and returning one of those."""
+
+    def __init__(self):
+        self.requests = []
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
+        self.default = 200
+        self.routes = {}
+        self.stopping = threading.Event()
+        recv = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                recv._handle(self)
+
+            do_PUT = do_GET = do_POST
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = 1024
+            allow_reuse_address = True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                                       daemon=True)
+        self.thread.start()
+
+    def url(self, path="/hook"):
+        return "http://127.0.0.1:%d%s" % (self.port, path)
+
+    def set(self, behaviour, path=None):
+        """Set the answer for requests whose path starts with `path`
+        (all requests when path is None)."""
+        with self.lock:
+            if path is None:
+                self.default = behaviour
+            else:
+                self.routes[path] = behaviour
+
+    def _behaviour(self, path):
+        best = None
+        for p in self.routes:
+            if path.startswith(p) and (best is None or len(p) > len(best)):
+                best = p
+        return self.routes[best] if best is not None else self.default
+
+    def _handle(self, h):
+        n = int(h.headers.get("Content-Length") or 0)
+        body = h.rfile.read(n) if n else b""
+        headers = {k.lower(): v for k, v in h.headers.items()}
+        req = Request(h.command, h.path, headers, body, time.time(), time.monotonic(), h.client_address)
+        with self.lock:
+            beh = self._behaviour(h.path)
+        rep = _as_reply(beh, req)
+        req.reply = rep
+        with self.cond:
+            self.requests.append(req)
+            self.cond.notify_all()
+        if rep.hang:
+            self.stopping.wait(120)
+            rep = Reply(reset=True)
+        if rep.delay:
+            self.stopping.wait(rep.delay)
+        if rep.reset:
+            try:
+                h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                h.connection.close()
+            except OSError:
+                pass
+            h.close_connection = True
+            return
+        try:
+            h.send_response(rep.status)
+            for k, v in rep.headers.items():
+                h.send_header(k, v)
+            h.send_header("Content-Length", str(len(rep.body)))
+            h.end_headers()
+            h.wfile.write(rep.body)
+            h.wfile.flush()
+        except OSError:
+            h.close_connection = True
+            return
+        req.t_done = time.monotonic()
+
+    # inspection
+    def snapshot(self, path=None):
+        with self.lock:
+            return [r for r in self.requests if path is None or r.path.startswith(path)]
+
+    def count(self, path=None):
+        return len(self.snapshot(path))
+
+    def wait_for(self, n, timeout=10.0, path=None):
+        """Wait until at least n requests arrived; return them."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                got = [r for r in self.requests if path is None or r.path.startswith(path)]
+                if len(got) >= n:
+                    return got
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("receiver: %d of %d requests after %.1fs" % (len(got), n, timeout))
+                self.cond.wait(min(left, 0.1))
+
+    def event_ids(self, path=None):
+        return [r.event_id for r in self.snapshot(path)]
+
+    def close(self):
+        self.stopping.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver(hookd):
+    """Factory: receiver() -> Receiver (any number per test). Depends on
+    `hookd` so receivers close (releasing hung requests) before daemons
+    are stopped."""
+    made = []
+
+    def factory(behaviour=200):
+        r = Receiver()
+        r.set(behaviour)
+        made.append(r)
+        return r
+
+    yield factory
+    for r in made:
+        r.close()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
