@@ -17,7 +17,7 @@ BENCH_LIBS  := $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null || echo -lsqlite
 
 $(BENCH_OUT)/loadgen: tests/bench/loadgen.c tests/bench/bench_common.h
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) -o $@ $<
+	$(CC) $(BENCH_CFLAGS) -pthread -o $@ $<
 
 $(BENCH_OUT)/rawinsert: tests/bench/rawinsert.c tests/bench/bench_common.h
 	@mkdir -p $(@D)

@@ -8,6 +8,11 @@
  *   loadgen steady -s SOCK -e ENDPOINT [-r 1000] [-d 10] [-t TAG]
  *       Paced enqueues at R per second for D seconds on one connection
  *       (absolute schedule, no drift); reports send-to-ack latency.
+ *       -R PORT: also run a minimal HTTP receiver (204, keep-alive) on
+ *       127.0.0.1:PORT in a second thread, timestamping each request's
+ *       arrival in microseconds by its webhook-id; the endpoint points at
+ *       it, and send-to-arrival latency is reported exactly (one clock,
+ *       one process) instead of from the database's millisecond columns.
  *   loadgen wait -s SOCK -n N [-T 300]
  *       Poll stats until N rows are settled (see -W).
  *   loadgen freeport
@@ -20,6 +25,8 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <sys/epoll.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -41,7 +48,7 @@ struct lc {
 
 static const char *opt_sock, *opt_ep, *opt_tag = "b";
 static long opt_n = 200000, opt_window = 1000, opt_rate = 1000, opt_secs = 10, opt_timeout = 300;
-static int opt_conns = 4, opt_wait;
+static int opt_conns = 4, opt_wait, opt_rport;
 static long errors_printed;
 
 static void die(const char *m)
@@ -311,6 +318,130 @@ static int run_enqueue(void)
     return total_err ? 1 : rc;
 }
 
+/* ---- the timestamping receiver (steady -R) ---- */
+
+struct rconn {
+    int fd;
+    size_t len;
+    char buf[65536];
+};
+
+static int64_t *arrive_us;
+static long arrive_n, arrive_bad;
+static int recv_lfd;
+
+static int recv_listen(int port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+
+    if (fd < 0)
+        die("socket");
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 1024) < 0)
+        die("receiver bind/listen");
+    return fd;
+}
+
+/* Parse complete requests in c->buf; answer each with 204. -1: close. */
+static int recv_parse(struct rconn *c, int64_t now, long total)
+{
+    static const char resp[] = "HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\n\r\n";
+    size_t off = 0;
+
+    for (;;) {
+        char *base = c->buf + off, *end, *p;
+        size_t have = c->len - off, hdr, need;
+        long cl = 0;
+
+        end = memmem(base, have, "\r\n\r\n", 4);
+        if (!end)
+            break;
+        hdr = (size_t)(end - base) + 4;
+        *end = '\0';
+        if ((p = strcasestr(base, "\ncontent-length:")))
+            cl = strtol(p + 16, NULL, 10);
+        need = hdr + (size_t)cl;
+        if (need > sizeof c->buf)
+            return -1;
+        if (have < need) {
+            *end = '\r';
+            break;
+        }
+        if ((p = strcasestr(base, "\nwebhook-id:"))) {
+            char *eol = strchr(p + 1, '\n'), *dash;
+            if (eol)
+                *eol = '\0';
+            dash = strrchr(p, '-');
+            if (dash) {
+                long seq = strtol(dash + 1, NULL, 10);
+                if (seq >= 0 && seq < total && arrive_us[seq] == 0) {
+                    arrive_us[seq] = now;
+                    __atomic_add_fetch(&arrive_n, 1, __ATOMIC_RELEASE);
+                }
+            }
+        } else {
+            arrive_bad++;
+        }
+        if (send(c->fd, resp, sizeof resp - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof resp - 1))
+            return -1;
+        off += need;
+    }
+    memmove(c->buf, c->buf + off, c->len - off);
+    c->len -= off;
+    return 0;
+}
+
+static void *receiver_main(void *arg)
+{
+    long total = *(long *)arg;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL}, evs[64];
+
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, recv_lfd, &ev) < 0)
+        die("epoll");
+    for (;;) {
+        int n = epoll_wait(ep, evs, 64, -1), i;
+        int64_t now = bench_mono_us();
+        for (i = 0; i < n; i++) {
+            struct rconn *c = evs[i].data.ptr;
+            if (!c) {
+                int fd;
+                while ((fd = accept4(recv_lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+                    struct rconn *nc = calloc(1, sizeof *nc);
+                    struct epoll_event cev = {.events = EPOLLIN};
+                    if (!nc)
+                        die("calloc");
+                    nc->fd = fd;
+                    cev.data.ptr = nc;
+                    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &cev);
+                }
+                continue;
+            }
+            for (;;) {
+                ssize_t r = recv(c->fd, c->buf + c->len, sizeof c->buf - c->len, 0);
+                if (r > 0) {
+                    c->len += (size_t)r;
+                    if (recv_parse(c, now, total) < 0)
+                        r = 0;
+                    else
+                        continue;
+                }
+                if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                    break;
+                if (r < 0 && errno == EINTR)
+                    continue;
+                epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+                close(c->fd);
+                free(c);
+                break;
+            }
+        }
+    }
+    return NULL;
+}
+
 static int run_steady(void)
 {
     struct lc *c = open_conns(1);
@@ -323,6 +454,17 @@ static int run_steady(void)
     ack_lat_us = calloc((size_t)total, sizeof *ack_lat_us);
     if (!send_at_us || !ack_lat_us)
         die("calloc");
+    if (opt_rport) {
+        static long tot;
+        pthread_t th;
+        tot = total;
+        arrive_us = calloc((size_t)total, sizeof *arrive_us);
+        if (!arrive_us)
+            die("calloc");
+        recv_lfd = recv_listen(opt_rport);
+        if (pthread_create(&th, NULL, receiver_main, &tot) != 0)
+            die("pthread_create");
+    }
     c->quota = total;
     first_wall_ms = bench_wall_us() / 1000;
     t0 = bench_mono_us();
@@ -365,11 +507,35 @@ static int run_steady(void)
         int64_t t1 = bench_mono_us();
         qsort(ack_lat_us, (size_t)total, sizeof *ack_lat_us, bench_cmp_i64);
         printf("first_send_ms=%lld sent=%ld acks=%ld errors=%ld steady_s=%.3f steady_rate=%.0f "
-               "ack_p50_us=%lld ack_p99_us=%lld ack_max_us=%lld\n",
+               "ack_p50_us=%lld ack_p99_us=%lld ack_max_us=%lld",
                (long long)first_wall_ms, c->sent, c->acked, c->errors, (double)(t1 - t0) / 1e6,
                (double)c->acked / ((double)(t1 - t0) / 1e6), (long long)bench_pct(ack_lat_us, (size_t)total, 50),
                (long long)bench_pct(ack_lat_us, (size_t)total, 99), (long long)ack_lat_us[total - 1]);
     }
+    if (opt_rport) {
+        /* every message must reach the receiver; then send -> arrival */
+        int64_t deadline = bench_mono_us() + 30000000;
+        long got, i, k = 0;
+        int64_t *d;
+        while ((got = __atomic_load_n(&arrive_n, __ATOMIC_ACQUIRE)) < total && bench_mono_us() < deadline)
+            usleep(10000);
+        d = calloc((size_t)total, sizeof *d);
+        if (!d)
+            die("calloc");
+        for (i = 0; i < total; i++)
+            if (__atomic_load_n(&arrive_us[i], __ATOMIC_ACQUIRE))
+                d[k++] = arrive_us[i] - send_at_us[i];
+        qsort(d, (size_t)k, sizeof *d, bench_cmp_i64);
+        printf(" arrived=%ld arrive_p50_us=%lld arrive_p99_us=%lld arrive_max_us=%lld", k,
+               (long long)bench_pct(d, (size_t)k, 50), (long long)bench_pct(d, (size_t)k, 99),
+               k ? (long long)d[k - 1] : -1LL);
+        if (got < total) {
+            printf("\n");
+            fprintf(stderr, "loadgen: only %ld of %ld requests reached the receiver\n", got, total);
+            return 1;
+        }
+    }
+    printf("\n");
     return c->errors ? 1 : 0;
 }
 
@@ -389,7 +555,7 @@ static int run_freeport(void)
 static void usage(void)
 {
     fprintf(stderr, "usage: loadgen enqueue|steady|wait|freeport [-s SOCK] [-e ENDPOINT] [-c CONNS] [-n N] "
-                    "[-w WINDOW] [-t TAG] [-W] [-T TIMEOUT_S] [-r RATE] [-d SECONDS]\n");
+                    "[-w WINDOW] [-t TAG] [-W] [-T TIMEOUT_S] [-r RATE] [-d SECONDS] [-R PORT]\n");
     exit(2);
 }
 
@@ -403,7 +569,7 @@ int main(int argc, char **argv)
     mode = argv[1];
     signal(SIGPIPE, SIG_IGN);
     optind = 2;
-    while ((o = getopt(argc, argv, "s:e:c:n:w:t:WT:r:d:")) != -1) {
+    while ((o = getopt(argc, argv, "s:e:c:n:w:t:WT:r:d:R:")) != -1) {
         switch (o) {
         case 's': opt_sock = optarg; break;
         case 'e': opt_ep = optarg; break;
@@ -415,6 +581,7 @@ int main(int argc, char **argv)
         case 'T': opt_timeout = atol(optarg); break;
         case 'r': opt_rate = atol(optarg); break;
         case 'd': opt_secs = atol(optarg); break;
+        case 'R': opt_rport = atoi(optarg); break;
         default: usage();
         }
     }
