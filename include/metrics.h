@@ -1,0 +1,84 @@
+/* metrics.h - Prometheus text exposition (format 0.0.4), pure: the reader
+ * gathers numbers into a struct metrics_snapshot, metrics_render turns them
+ * into text. No I/O and no globals, so unit tests drive it directly.
+ *
+ * Series (every family has # HELP and # TYPE):
+ *   hookd_up 1, hookd_build_info{version} 1
+ *   hookd_queue_messages{status}            gauge, rows per queue status
+ *   hookd_dead_letters                      gauge, = queue status dead_letter
+ *                                           (kept for dashboards that want a
+ *                                           label-free series to alert on)
+ *   hookd_oldest_pending_age_seconds        gauge, 0 when nothing waits
+ *   hookd_deliveries_total{outcome}         counter, attempts since start by
+ *                                           delivered|retry|dead_letter|gone
+ *   hookd_attempt_duration_seconds          histogram of attempt response time
+ *   hookd_breaker_state{endpoint}           gauge, 0 closed, 1 half_open,
+ *                                           2 open (ordered by severity so
+ *                                           "> 0" means "not healthy")
+ *   hookd_endpoint_latency_seconds{endpoint,percentile="50|95|99"}
+ *                                           gauge, the rolled-up p50/p95/p99
+ *                                           of endpoint_health; absent while
+ *                                           an endpoint has no samples.
+ *                                           Seconds, not ms, and "percentile"
+ *                                           rather than "quantile": promtool
+ *                                           rejects "_ms" names and a
+ *                                           quantile label outside summaries.
+ *   hookd_endpoint_latency_samples{endpoint} gauge, attempts behind them */
+#ifndef HOOKD_METRICS_H
+#define HOOKD_METRICS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+/* Upper bounds of the finite histogram buckets, in ms (attempt durations
+ * are whole ms, so integer bounds bucket them exactly). */
+#define METRICS_NBUCKETS 11
+extern const int64_t metrics_bucket_ms[METRICS_NBUCKETS];
+
+enum metrics_qstatus {
+    MQ_PENDING = 0,
+    MQ_FAILED,
+    MQ_IN_FLIGHT,
+    MQ_DELIVERED,
+    MQ_DEAD_LETTER,
+    MQ__COUNT
+};
+
+/* Indexed like enum outcome (delivered, retry, dead, gone). */
+#define METRICS_NOUTCOMES 4
+
+struct metrics_endpoint {
+    const char *name;
+    int breaker;          /* enum breaker_state */
+    int has_latency;      /* p50/p95/p99 valid */
+    int64_t p50_ms, p95_ms, p99_ms;
+    int64_t samples;      /* sample_count of the rollup */
+};
+
+struct metrics_snapshot {
+    const char *version;
+    int64_t queue[MQ__COUNT];
+    int has_oldest_pending;
+    int64_t oldest_pending_age_ms;
+    uint64_t outcomes[METRICS_NOUTCOMES];
+    /* Per-bucket (not cumulative) counts; [METRICS_NBUCKETS] is above the
+     * last bound. _count is their sum, so +Inf always equals _count even
+     * when the counters were read while the writer was adding to them. */
+    uint64_t bucket[METRICS_NBUCKETS + 1];
+    uint64_t sum_ms;
+    const struct metrics_endpoint *eps;
+    size_t neps;
+};
+
+/* Index of the bucket an observation of ms falls into (0..METRICS_NBUCKETS). */
+size_t metrics_bucket_index(int64_t ms);
+
+/* Append the exposition text to out. 0, or -1 when out of memory. */
+int metrics_render(const struct metrics_snapshot *m, struct buf *out);
+
+/* Append s as a label value: backslash, double quote and newline escaped
+ * as the exposition format requires (no surrounding quotes). */
+int metrics_label_escape(struct buf *out, const char *s);
+
+#endif
