@@ -1085,7 +1085,7 @@ static void show_endpoints(const cJSON *r, const struct args *a)
         goto nomem;
     cJSON_ArrayForEach(e, eps) {
         const cJSON *q = jget(e, "queue");
-        char c[13][256];
+        char c[12][256], url[4096];
         const char *row[13];
         int i;
 
@@ -1101,9 +1101,10 @@ static void show_endpoints(const cJSON *r, const struct args *a)
         fmt_val(jget(q, "in_flight"), c[9], sizeof c[9]);
         fmt_val(jget(q, "dead_letter"), c[10], sizeof c[10]);
         fmt_val(jget(e, "paused"), c[11], sizeof c[11]);
-        fmt_val(jget(e, "url"), c[12], sizeof c[12]);
-        for (i = 0; i < 13; i++)
+        fmt_val(jget(e, "url"), url, sizeof url);
+        for (i = 0; i < 12; i++)
             row[i] = c[i];
+        row[12] = url;
         if (table_row(&t, row) < 0)
             goto nomem;
     }
@@ -1182,6 +1183,9 @@ static void show_dead(const cJSON *r, const struct args *a)
         fmt_val(jget(e, "endpoint"), c[0], sizeof c[0]);
         fmt_val(jget(e, "dead_count"), c[1], sizeof c[1]);
         fmt_val(jget(e, "primary_error"), c[2], sizeof c[2]);
+        /* curl messages are long; the full text is in --json and `get` */
+        if (strlen(c[2]) > 60)
+            memcpy(c[2] + 57, "...", 4);
         fmt_val(jget(e, "primary_status_code"), c[3], sizeof c[3]);
         fmt_time(jget(e, "first_dead"), c[4], sizeof c[4]);
         fmt_time(jget(e, "last_dead"), c[5], sizeof c[5]);
