@@ -25,7 +25,7 @@ def clean_env():
     return env
 
 
-def hookd(*args, input=None, timeout=30):
+def run(*args, input=None, timeout=30):
     return subprocess.run([HOOKD, *map(str, args)], input=input, capture_output=True,
                           text=True, timeout=timeout, env=clean_env())
 
@@ -77,46 +77,46 @@ def cli_daemon(tmp_path_factory):
 # ---- no daemon needed ----
 
 def test_version():
-    r = hookd("--version")
+    r = run("--version")
     assert r.returncode == 0
     want = (ROOT / "VERSION").read_text().strip() if (ROOT / "VERSION").exists() else None
     assert re.fullmatch(r"hookd \S+\n", r.stdout)
     if want:
         assert r.stdout == f"hookd {want}\n"
-    assert hookd("version").stdout == r.stdout
+    assert run("version").stdout == r.stdout
 
 
 def test_help():
-    r = hookd("--help")
+    r = run("--help")
     assert r.returncode == 0
     assert "usage: hookd" in r.stdout
     for cmd in ("serve", "check-config", "ping", "send", "endpoints", "metrics"):
         assert cmd in r.stdout
-    r = hookd("send", "--help")
+    r = run("send", "--help")
     assert r.returncode == 0
     assert "usage: hookd send" in r.stdout and "--data" in r.stdout
-    assert hookd("help", "get").returncode == 0
+    assert run("help", "get").returncode == 0
 
 
 def test_unknown_command_and_option():
-    r = hookd("frobnicate")
+    r = run("frobnicate")
     assert r.returncode == 2
     assert "unknown command" in r.stderr and "usage:" in r.stderr
-    r = hookd()
+    r = run()
     assert r.returncode == 2 and "usage:" in r.stderr
-    r = hookd("ping", "--bogus")
+    r = run("ping", "--bogus")
     assert r.returncode == 2 and "--bogus" in r.stderr
 
 
 def test_check_config_good(tmp_path):
     ini = write_config(tmp_path)
-    r = hookd("check-config", "-c", ini)
+    r = run("check-config", "-c", ini)
     assert r.returncode == 0, r.stderr
     assert "configuration OK" in r.stderr
     assert "[endpoint.a]" in r.stdout
     assert str(tmp_path / "hookd.sock") in r.stdout
     assert SECRET not in r.stdout and SECRET not in r.stderr
-    r = hookd("check-config", "-c", ini, "--quiet")
+    r = run("check-config", "-c", ini, "--quiet")
     assert r.returncode == 0 and r.stdout == ""
     assert "configuration OK" in r.stderr
 
@@ -124,18 +124,18 @@ def test_check_config_good(tmp_path):
 def test_check_config_bad(tmp_path):
     bad = tmp_path / "bad.ini"
     bad.write_text("[storage]\npath = x.db\n[server]\nno_such_key = 1\n")
-    r = hookd("check-config", "-c", bad)
+    r = run("check-config", "-c", bad)
     assert r.returncode == 2
     assert f"{bad}:4" in r.stderr, r.stderr
     assert "configuration OK" not in r.stderr
-    r = hookd("check-config", "-c", tmp_path / "missing.ini")
+    r = run("check-config", "-c", tmp_path / "missing.ini")
     assert r.returncode == 2
     assert "missing.ini" in r.stderr
 
 
 def test_unreachable_socket(tmp_path):
     path = tmp_path / "nobody.sock"
-    r = hookd("ping", "-s", path)
+    r = run("ping", "-s", path)
     assert r.returncode == 3
     assert str(path) in r.stderr
     assert "No such file" in r.stderr
@@ -143,7 +143,7 @@ def test_unreachable_socket(tmp_path):
 
 def test_bad_payload_is_usage_error(tmp_path):
     # rejected before connecting, so no daemon needed
-    r = hookd("send", "-s", tmp_path / "x.sock", "--endpoint", "a", "--data", "{not json")
+    r = run("send", "-s", tmp_path / "x.sock", "--endpoint", "a", "--data", "{not json")
     assert r.returncode == 2
     assert "JSON" in r.stderr
 
@@ -151,35 +151,35 @@ def test_bad_payload_is_usage_error(tmp_path):
 # ---- against the daemon ----
 
 def test_ping(cli_daemon):
-    r = hookd("ping", "-s", cli_daemon["sock"])
+    r = run("ping", "-s", cli_daemon["sock"])
     assert r.returncode == 0, r.stderr
     assert re.fullmatch(r"pong \(hookd \S+\)\n", r.stdout)
     # the socket can also come from the config file
-    r = hookd("ping", "-c", cli_daemon["ini"])
+    r = run("ping", "-c", cli_daemon["ini"])
     assert r.returncode == 0, r.stderr
-    r = hookd("ping", "--json", "-s", cli_daemon["sock"])
+    r = run("ping", "--json", "-s", cli_daemon["sock"])
     assert json.loads(r.stdout)["pong"] is True
 
 
 def test_send_data_then_get(cli_daemon):
     s = cli_daemon["sock"]
-    r = hookd("send", "-s", s, "--endpoint", "a", "--event-id", "evt_cli_1",
+    r = run("send", "-s", s, "--endpoint", "a", "--event-id", "evt_cli_1",
               "--data", '{"order":12345678901234567890,"x":"y"}')
     assert r.returncode == 0, r.stderr
     m = re.fullmatch(r"queued id=(\d+) event_id=evt_cli_1\n", r.stdout)
     assert m, r.stdout
     mid = m.group(1)
 
-    r = hookd("send", "-s", s, "--endpoint", "a", "--event-id", "evt_cli_1", "--data", '{"x":1}')
+    r = run("send", "-s", s, "--endpoint", "a", "--event-id", "evt_cli_1", "--data", '{"x":1}')
     assert r.returncode == 0, r.stderr
     assert r.stdout == f"duplicate id={mid} event_id=evt_cli_1\n"
 
-    r = hookd("get", "-s", s, mid)
+    r = run("get", "-s", s, mid)
     assert r.returncode == 0, r.stderr
     assert re.search(r"^event_id\s+evt_cli_1$", r.stdout, re.M)
     assert re.search(r"^endpoint\s+a$", r.stdout, re.M)
 
-    r = hookd("get", "-s", s, mid, "--json")
+    r = run("get", "-s", s, mid, "--json")
     assert r.returncode == 0, r.stderr
     msg = json.loads(r.stdout)["message"]
     assert msg["id"] == int(mid)
@@ -188,37 +188,37 @@ def test_send_data_then_get(cli_daemon):
 
 def test_send_stdin(cli_daemon):
     payload = '{\n  "event": "lead",\n  "amount": 1.50\n}\n'
-    r = hookd("send", "-s", cli_daemon["sock"], "--endpoint", "a", "--event-id", "evt_cli_stdin",
+    r = run("send", "-s", cli_daemon["sock"], "--endpoint", "a", "--event-id", "evt_cli_stdin",
               input=payload)
     assert r.returncode == 0, r.stderr
     m = re.fullmatch(r"queued id=(\d+) event_id=evt_cli_stdin\n", r.stdout)
     assert m, r.stdout
-    r = hookd("get", "-s", cli_daemon["sock"], m.group(1), "--json")
+    r = run("get", "-s", cli_daemon["sock"], m.group(1), "--json")
     # newlines between tokens became spaces; nothing else changed
     assert json.loads(r.stdout)["message"]["payload_bytes"] == len(payload.strip())
 
 
 def test_daemon_error_exit_1(cli_daemon):
-    r = hookd("send", "-s", cli_daemon["sock"], "--endpoint", "nosuch", "--data", "{}")
+    r = run("send", "-s", cli_daemon["sock"], "--endpoint", "nosuch", "--data", "{}")
     assert r.returncode == 1
     assert "unknown_endpoint" in r.stderr
-    r = hookd("get", "-s", cli_daemon["sock"], "999999999")
+    r = run("get", "-s", cli_daemon["sock"], "999999999")
     assert r.returncode == 1
     assert r.stderr.startswith("hookd: ")
 
 
 def test_stats_json(cli_daemon):
-    r = hookd("stats", "--json", "-s", cli_daemon["sock"])
+    r = run("stats", "--json", "-s", cli_daemon["sock"])
     assert r.returncode == 0, r.stderr
     reply = json.loads(r.stdout)
     assert reply["ok"] is True
     assert "pending" in reply["stats"]
-    r = hookd("stats", "-s", cli_daemon["sock"])
+    r = run("stats", "-s", cli_daemon["sock"])
     assert r.returncode == 0 and re.search(r"^pending\s+\d+$", r.stdout, re.M)
 
 
 def test_endpoints(cli_daemon):
-    r = hookd("endpoints", "-s", cli_daemon["sock"])
+    r = run("endpoints", "-s", cli_daemon["sock"])
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].split() == ["NAME", "STATE", "FAILS", "P50", "P95", "P99", "SAMPLES",
