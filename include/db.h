@@ -10,6 +10,10 @@
 /* Highest schema version this binary knows. */
 int db_schema_version(void);
 
+/* Take the single-instance lock (DBPATH.lock, flock) before anything
+ * touches the database; fd stays open for the process's life. */
+int db_lock(const struct config *c, int *fd, char *err, size_t errlen);
+
 /* Open (creating the file and its directory 0750 if needed), refuse a
  * newer schema or a file that is not a hookd database, apply pending
  * migrations, set WAL, synchronous and busy_timeout. */

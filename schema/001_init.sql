@@ -17,7 +17,7 @@ CREATE TABLE endpoints (
 );
 
 CREATE TABLE webhook_queue (
-    id               INTEGER PRIMARY KEY,
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,  -- ids are never reused
     endpoint_id      INTEGER NOT NULL,
     event_id         TEXT NOT NULL,
     event_type       TEXT,

@@ -5,6 +5,9 @@
 #include "schema_sql.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +33,28 @@ static int mkdir_parent(const char *path, char *err, size_t errlen)
     }
     free(copy);
     return rc;
+}
+
+int db_lock(const struct config *c, int *fd, char *err, size_t errlen)
+{
+    char path[4200];
+
+    *fd = -1;
+    if (mkdir_parent(c->db_path, err, errlen) < 0)
+        return -1;
+    snprintf(path, sizeof path, "%s.lock", c->db_path);
+    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    if (*fd < 0) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (flock(*fd, LOCK_EX | LOCK_NB) < 0) {
+        snprintf(err, errlen, "%s is in use by another hookd (lock %s held); refusing to start", c->db_path, path);
+        close(*fd);
+        *fd = -1;
+        return -1;
+    }
+    return 0;
 }
 
 int db_exec(sqlite3 *db, const char *sql)

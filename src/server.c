@@ -573,7 +573,7 @@ int server_run(struct config *c, const char *config_path)
     sqlite3 *db = NULL;
     pthread_t stopper;
     char err[512];
-    int rc = 1, i, n, stopper_started = 0;
+    int rc = 1, i, n, stopper_started = 0, lock_fd = -1;
 
     memset(&S, 0, sizeof S);
     S.c = c;
@@ -600,6 +600,10 @@ int server_run(struct config *c, const char *config_path)
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         log_error("start_failed", "err=\"curl_global_init failed\"");
         return 1;
+    }
+    if (db_lock(c, &lock_fd, err, sizeof err) < 0) {
+        log_error("start_failed", "err=\"%s\"", err);
+        goto out;
     }
     if (db_open_writer(c, &db, err, sizeof err) < 0 || writer_create(&S.w, c, db, err, sizeof err) < 0) {
         log_error("start_failed", "err=\"%s\"", err);
@@ -738,5 +742,7 @@ out:
     if (S.sfd >= 0)
         close(S.sfd);
     curl_global_cleanup();
+    if (lock_fd >= 0)
+        close(lock_fd);  /* after the database is closed */
     return rc;
 }

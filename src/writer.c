@@ -856,9 +856,15 @@ static void writer_round(struct writer *w, struct req *reqs, struct djob *result
     free(snap);
     complete_list(batch);
     complete_list(done);
-    for (j = results; j; j = j->next)
-        if (j->attempted)
-            reader_count_outcome(outcome_classify(j->http_status, j->errc), j->response_ms);
+    for (j = results; j; j = j->next) {
+        enum outcome oc;
+        if (!j->attempted)
+            continue;
+        oc = outcome_classify(j->http_status, j->errc);
+        if (oc == OUTCOME_RETRY && j->attempt_count + 1 >= j->max_attempts)
+            oc = OUTCOME_DEAD;
+        reader_count_outcome(oc, j->response_ms);
+    }
     free_jobs(results);
     if (claimed)
         deliver_submit(w->d, claimed);
