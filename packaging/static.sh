@@ -191,7 +191,7 @@ build_curl() {
         --disable-ldap --disable-ldaps --disable-ftp --disable-file --disable-dict \
         --disable-gopher --disable-imap --disable-pop3 --disable-smtp --disable-rtsp \
         --disable-telnet --disable-tftp --disable-mqtt --disable-smb --disable-manual \
-        --disable-ntlm-wb
+        --disable-ntlm-wb --disable-dependency-tracking
     $MAKE -C lib -j"$JOBS"
     $MAKE -C lib install
     $MAKE -C include install
