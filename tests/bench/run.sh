@@ -120,7 +120,7 @@ peak_rss_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 
 # ---- 1. enqueue ----
 bench_enqueue() {
-  local r best_h=0 best_r=0 out d hk rw db
+  local r best_h=0 best_r=0 best_u=0 out d hk rw ru db
   log "enqueue: $ENQ_N pipelined enqueues over $ENQ_CONNS connections (window $ENQ_WINDOW), synchronous=full, $ENQ_ROUNDS rounds"
   for r in $(seq "$ENQ_ROUNDS"); do
     d=$work/enq$r
@@ -139,16 +139,24 @@ bench_enqueue() {
     rm -f "$d"/hookd.db*
     rw=$("$BIN/rawinsert" -d "$d/raw.db" -s "$work/schema.sql" -n "$ENQ_N" -b 1000 -c "$ENQ_CONNS" -t "r$r")
     log "  round $r raw:   $rw"
-    rm -f "$d"/raw.db*
     rw=$(kv raw_rate "$rw")
+    # the same, with hookd's own INSERT statement: splits the gap into
+    # "the SQL hookd runs" and "everything around it"
+    ru=$("$BIN/rawinsert" -d "$d/raw.db" -s "$work/schema.sql" -n "$ENQ_N" -b 1000 -c "$ENQ_CONNS" -t "u$r" -U)
+    log "  round $r raw, hookd's statement: $ru"
+    rm -f "$d"/raw.db*
+    ru=$(kv raw_rate "$ru")
     awk -v a="$hk" -v b="$best_h" 'BEGIN { exit !(a > b) }' && best_h=$hk
     awk -v a="$rw" -v b="$best_r" 'BEGIN { exit !(a > b) }' && best_r=$rw
-    row "enqueue round $r: hookd acks/s | raw inserts/s | ratio" "$hk | $rw" "$(div "$hk" "$rw")"
+    awk -v a="$ru" -v b="$best_u" 'BEGIN { exit !(a > b) }' && best_u=$ru
+    row "enqueue round $r: hookd | raw | raw w/ hookd's INSERT" "$hk | $rw | $ru" "hookd/raw $(div "$hk" "$rw")"
   done
   local ratio; ratio=$(div "$best_h" "$best_r")
   row "enqueue: hookd acked enqueues/s (best of $ENQ_ROUNDS)" "$best_h" "$ENQ_CONNS conns, window $ENQ_WINDOW, synchronous=full"
   row "enqueue: raw SQLite inserts/s (best of $ENQ_ROUNDS)" "$best_r" "1 conn, prepared INSERT, 1000/txn, synchronous=full"
   row "enqueue: ratio hookd / raw" "$ratio" "$(verdict "$ratio" 0.50)"
+  row "enqueue: raw with hookd's INSERT ... RETURNING id, rows/s" "$best_u" \
+    "diagnostic: the statement's own cost ($(div "$best_u" "$best_r") of plain)"
 }
 
 # ---- 2. delivery ----
@@ -169,11 +177,24 @@ bench_delivery() {
   write_conf "$d" '[delivery]' 'workers = 0' "max_in_flight_per_endpoint = $DEL_INFLIGHT" \
     'allow_networks = 127.0.0.0/8' '[endpoint.nginx]' "url = http://127.0.0.1:$port/hook"
   start_hookd "$d"
+  local perf_pid=
+  if [ "${BENCH_PERF:-0}" = 1 ] && command -v perf >/dev/null; then
+    # a CPU profile of the daemon during the whole run, with DWARF call
+    # graphs (the libraries have no frame pointers)
+    perf record -q -F 499 -e cpu-clock --call-graph dwarf,16384 -p "$HOOKD_PID" -o "$BIN/perf-delivery.data" \
+      >/dev/null 2>&1 &
+    perf_pid=$!
+  fi
   out=$("$BIN/loadgen" enqueue -s "$d/hookd.sock" -e nginx -c 4 -n "$DEL_N" -w 1000 -t d) ||
     { log "enqueue failed: $out"; exit 1; }
   log "  hookd enqueue: $out"
   local w; w=$("$BIN/dbreport" wait "$d/hookd.db" "$DEL_N" 600) || log "  WARNING: not all delivered: $w"
   log "  hookd settled: $w"
+  if [ -n "$perf_pid" ]; then
+    kill -INT "$perf_pid" 2>/dev/null || true
+    wait "$perf_pid" 2>/dev/null || true
+    log "  profile: perf report -i $BIN/perf-delivery.data --no-children --sort pid,dso"
+  fi
   rss=$(peak_rss_kb "$HOOKD_PID")
   stop_pid "$HOOKD_PID"
   db=$("$BIN/dbreport" delivery "$d/hookd.db" "$(kv first_send_ms "$out")") || true
