@@ -117,10 +117,14 @@ start_hookd() {  # start_hookd DIR
   done
 }
 peak_rss_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
+# CPU seconds (user + system, all threads) the process has used so far
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+# microseconds of CPU per message
+per_msg_us() { awk -v c="$1" -v n="$2" 'BEGIN { printf "%.1f", c * 1e6 / n }'; }
 
 # ---- 1. enqueue ----
 bench_enqueue() {
-  local r best_h=0 best_r=0 best_u=0 out d hk rw ru db
+  local r best_h=0 best_r=0 best_u=0 out d hk rw ru db cpu best_cpu=
   log "enqueue: $ENQ_N pipelined enqueues over $ENQ_CONNS connections (window $ENQ_WINDOW), synchronous=full, $ENQ_ROUNDS rounds"
   for r in $(seq "$ENQ_ROUNDS"); do
     d=$work/enq$r
@@ -130,8 +134,9 @@ bench_enqueue() {
     start_hookd "$d"
     out=$("$BIN/loadgen" enqueue -s "$d/hookd.sock" -e sink -c "$ENQ_CONNS" -n "$ENQ_N" -w "$ENQ_WINDOW" -t "e$r") ||
       { log "enqueue round $r failed: $out"; exit 1; }
-    log "  round $r hookd: $out"
-    stop_hookd_pid=$HOOKD_PID; stop_pid "$stop_hookd_pid"
+    cpu=$(cpu_s "$HOOKD_PID")
+    log "  round $r hookd: $out cpu_s=$cpu"
+    stop_pid "$HOOKD_PID"
     db=$("$BIN/dbreport" delivery "$d/hookd.db" 0 || true)
     [ "$(kv db_not_delivered "$db")" = "$ENQ_N" ] && [ "$(kv db_attempts "$db")" = 0 ] ||
       { log "  paused endpoint did not isolate enqueue: $db"; exit 1; }
@@ -146,7 +151,7 @@ bench_enqueue() {
     log "  round $r raw, hookd's statement: $ru"
     rm -f "$d"/raw.db*
     ru=$(kv raw_rate "$ru")
-    awk -v a="$hk" -v b="$best_h" 'BEGIN { exit !(a > b) }' && best_h=$hk
+    awk -v a="$hk" -v b="$best_h" 'BEGIN { exit !(a > b) }' && best_h=$hk && best_cpu=$cpu
     awk -v a="$rw" -v b="$best_r" 'BEGIN { exit !(a > b) }' && best_r=$rw
     awk -v a="$ru" -v b="$best_u" 'BEGIN { exit !(a > b) }' && best_u=$ru
     row "enqueue round $r: hookd | raw | raw w/ hookd's INSERT" "$hk | $rw | $ru" "hookd/raw $(div "$hk" "$rw")"
@@ -155,6 +160,8 @@ bench_enqueue() {
   row "enqueue: hookd acked enqueues/s (best of $ENQ_ROUNDS)" "$best_h" "$ENQ_CONNS conns, window $ENQ_WINDOW, synchronous=full"
   row "enqueue: raw SQLite inserts/s (best of $ENQ_ROUNDS)" "$best_r" "1 conn, prepared INSERT, 1000/txn, synchronous=full"
   row "enqueue: ratio hookd / raw" "$ratio" "$(verdict "$ratio" 0.50)"
+  row "enqueue: hookd CPU per enqueue, us (all threads)" "$(per_msg_us "$best_cpu" "$ENQ_N")" \
+    "less noise-sensitive than the rate; best round"
   row "enqueue: raw with hookd's INSERT ... RETURNING id, rows/s" "$best_u" \
     "diagnostic: the statement's own cost ($(div "$best_u" "$best_r") of plain)"
 }
@@ -196,6 +203,7 @@ bench_delivery() {
     log "  profile: perf report -i $BIN/perf-delivery.data --no-children --sort pid,dso"
   fi
   rss=$(peak_rss_kb "$HOOKD_PID")
+  local dcpu; dcpu=$(cpu_s "$HOOKD_PID")
   stop_pid "$HOOKD_PID"
   db=$("$BIN/dbreport" delivery "$d/hookd.db" "$(kv first_send_ms "$out")") || true
   log "  db: $db"
@@ -260,6 +268,8 @@ bench_delivery() {
   else
     row "delivery: seed-postgres" "skipped" "BENCH_SEED=0"
   fi
+  row "delivery: hookd CPU per message, us (all threads)" "$(per_msg_us "$dcpu" "$DEL_N")" \
+    "enqueue + claim + HTTP + result; $dcpu s in all"
   row "delivery: hookd peak RSS, MiB (VmHWM)" "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')" "200k run"
   row "latency @${LAT_RATE}/s: achieved enqueue rate (nginx run)" "$(kv steady_rate "$steady")" \
     "acks $(kv acks "$steady"), send->ack p50/p99 $(kv ack_p50_us "$steady")/$(kv ack_p99_us "$steady") us"
