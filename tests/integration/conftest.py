@@ -553,6 +553,12 @@ class Receiver:
             request_queue_size = 1024
             allow_reuse_address = True
 
+            def handle_error(self, request, client_address):
+                # hookd killed or timing out mid-request: expected here
+                import sys
+                if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+                    super().handle_error(request, client_address)
+
         self.server = Server(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
