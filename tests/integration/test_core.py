@@ -69,6 +69,22 @@ def test_enqueue_ack_shape_and_get(hookd):
         assert error_code(c.get(r["id"] + 1000)) == "not_found"
 
 
+def test_stats_shape(hookd):
+    d = hookd(endpoints={"a": PARKED})
+    with d.client() as c:
+        for i in range(3):
+            assert c.enqueue("a", {"i": i})["ok"]
+        r = c.request({"op": "stats"})
+    assert r["ok"] is True, r
+    st = r["stats"]
+    for k in ("pending", "awaiting_retry", "in_flight", "dead_letter", "delivered_last_hour", "failed_last_hour",
+              "oldest_pending", "oldest_pending_age_ms", "avg_delivery_ms_last_hour"):
+        assert k in st, (k, st)
+    assert st["pending"] == 3 and st["in_flight"] == 0 and st["dead_letter"] == 0, st
+    assert st["delivered_last_hour"] == 0 and st["awaiting_retry"] == 0, st
+    assert isinstance(st["oldest_pending_age_ms"], int) and 0 <= st["oldest_pending_age_ms"] < 60000, st
+
+
 def test_duplicate_event_id(hookd):
     d = hookd(endpoints={"a": PARKED})
     with d.client() as c:

@@ -284,12 +284,12 @@ def test_ssrf_guard_allow_list_is_precise(hookd, receiver, host):
     row = d.wait_status(r["id"], "dead_letter")
     time.sleep(0.3)
     assert rcv.count() == 0, "request reached the receiver via %s" % host
-    assert "SSRF" in row["last_error"] or "connect" in row["last_error"], row["last_error"]
+    assert "SSRF" in row["last_error"], row["last_error"]
 
 
 # ------------------------------------------------------------------ crash and shutdown
 
-def test_kill9_during_delivery_nothing_lost_or_stuck(hookd, receiver):
+def test_kill9_during_delivery_nothing_lost_or_stuck(hookd, receiver, capsys):
     rcv = receiver(Reply(200, delay=0.3))
     d = hookd(endpoints={"a": ep(rcv)})
     n = 200
@@ -312,8 +312,9 @@ def test_kill9_during_delivery_nothing_lost_or_stuck(hookd, receiver):
     missing = {"k-%03d" % i for i in range(n)} - set(seen)
     assert not missing, sorted(missing)[:10]
     dups = len(seen) - len(set(seen))
-    print("\nkill -9 during delivery: %d requests before the kill, %d rows in_flight at the kill, "
-          "%d duplicate deliveries after restart" % (before, inflight_at_kill, dups))
+    with capsys.disabled():
+        print("\nkill -9 during delivery: %d requests before the kill, %d rows in_flight at the kill, "
+              "%d duplicate deliveries after restart" % (before, inflight_at_kill, dups))
     assert dups <= inflight_at_kill + 32, (dups, inflight_at_kill)
     assert "recovered_in_flight" in d.log()
 
@@ -372,7 +373,7 @@ def test_enqueue_during_shutdown_refused_or_stored(hookd, receiver):
 
 # ------------------------------------------------------------------ isolation
 
-def test_hanging_endpoint_does_not_slow_healthy_one(hookd, receiver):
+def test_hanging_endpoint_does_not_slow_healthy_one(hookd, receiver, capsys):
     rcv = receiver()
     rcv.set(HANG, "/hang")
     rcv.set(200, "/ok")
@@ -389,9 +390,10 @@ def test_hanging_endpoint_does_not_slow_healthy_one(hookd, receiver):
     reqs = rcv.wait_for(200, timeout=15, path="/ok")
     done = max(q.t_wall for q in reqs)
     lat = [(q.t_wall - sent[q.event_id]) * 1000 for q in reqs]
-    print("\nhealthy endpoint beside a hanging one: 200 deliveries, enqueue->receive p50 %.0f ms, "
-          "p99 %.0f ms, max %.0f ms; last one %.2fs after the last enqueue"
-          % (pct(lat, 50), pct(lat, 99), max(lat), done - t_last_enqueue))
+    with capsys.disabled():
+        print("\nhealthy endpoint beside a hanging one: 200 deliveries, enqueue->receive p50 %.0f ms, "
+              "p99 %.0f ms, max %.0f ms; last one %.2fs after the last enqueue"
+              % (pct(lat, 50), pct(lat, 99), max(lat), done - t_last_enqueue))
     assert done - t_last_enqueue < 3.0
     assert pct(lat, 99) < 2500, "p99 %.0f ms" % pct(lat, 99)
     assert len({q.event_id for q in reqs}) == 200
