@@ -70,9 +70,22 @@ stop_pid() {  # stop_pid PID [grace seconds]: TERM, then KILL
   kill -KILL "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
 }
+child=
+# bg VAR CMD...: run CMD in the background, so that a signal is handled at
+# once rather than when CMD ends, and put its stdout in VAR; CMD's status
+bg() {
+  local __var=$1 __rc=0; shift
+  "$@" >"$work/bg.out" &
+  child=$!
+  wait "$child" || __rc=$?
+  child=
+  printf -v "$__var" '%s' "$(cat "$work/bg.out")"
+  return $__rc
+}
 cleanup() {
   local p d
   trap - EXIT INT TERM
+  [ -n "$child" ] && stop_pid "$child" 5
   [ -n "$seed_pid" ] && stop_pid "$seed_pid" 60
   for p in "${hookd_pids[@]}"; do stop_pid "$p" 5; done
   for d in "${nginx_dirs[@]}"; do "$SHARED/bench/receiver-nginx.sh" stop "$d" || true; done
@@ -132,7 +145,7 @@ bench_enqueue() {
     # no delivery work competes with the measurement (checked below)
     write_conf "$d" '[endpoint.sink]' 'url = http://127.0.0.1:9/hook' 'paused = yes'
     start_hookd "$d"
-    out=$("$BIN/loadgen" enqueue -s "$d/hookd.sock" -e sink -c "$ENQ_CONNS" -n "$ENQ_N" -w "$ENQ_WINDOW" -t "e$r") ||
+    bg out "$BIN/loadgen" enqueue -s "$d/hookd.sock" -e sink -c "$ENQ_CONNS" -n "$ENQ_N" -w "$ENQ_WINDOW" -t "e$r" ||
       { log "enqueue round $r failed: $out"; exit 1; }
     cpu=$(cpu_s "$HOOKD_PID")
     log "  round $r hookd: $out cpu_s=$cpu"
@@ -142,12 +155,12 @@ bench_enqueue() {
       { log "  paused endpoint did not isolate enqueue: $db"; exit 1; }
     hk=$(kv enqueue_rate "$out")
     rm -f "$d"/hookd.db*
-    rw=$("$BIN/rawinsert" -d "$d/raw.db" -s "$work/schema.sql" -n "$ENQ_N" -b 1000 -c "$ENQ_CONNS" -t "r$r")
+    bg rw "$BIN/rawinsert" -d "$d/raw.db" -s "$work/schema.sql" -n "$ENQ_N" -b 1000 -c "$ENQ_CONNS" -t "r$r"
     log "  round $r raw:   $rw"
     rw=$(kv raw_rate "$rw")
     # the same, with hookd's own INSERT statement: splits the gap into
     # "the SQL hookd runs" and "everything around it"
-    ru=$("$BIN/rawinsert" -d "$d/raw.db" -s "$work/schema.sql" -n "$ENQ_N" -b 1000 -c "$ENQ_CONNS" -t "u$r" -U)
+    bg ru "$BIN/rawinsert" -d "$d/raw.db" -s "$work/schema.sql" -n "$ENQ_N" -b 1000 -c "$ENQ_CONNS" -t "u$r" -U
     log "  round $r raw, hookd's statement: $ru"
     rm -f "$d"/raw.db*
     ru=$(kv raw_rate "$ru")
@@ -175,7 +188,7 @@ bench_delivery() {
   "$SHARED/bench/receiver-nginx.sh" start "$port" "$work/nginx" >&2
 
   log "delivery: wrk -t2 -c64 -d${WRK_SECS}s against nginx (the ceiling)"
-  out=$(wrk -t2 -c64 -d"${WRK_SECS}s" -s "$SHARED/bench/post.lua" "http://127.0.0.1:$port/hook")
+  bg out wrk -t2 -c64 -d"${WRK_SECS}s" -s "$SHARED/bench/post.lua" "http://127.0.0.1:$port/hook"
   wrk_rate=$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' <<<"$out")
   log "  wrk: $wrk_rate req/s"
 
@@ -192,10 +205,10 @@ bench_delivery() {
       >/dev/null 2>&1 &
     perf_pid=$!
   fi
-  out=$("$BIN/loadgen" enqueue -s "$d/hookd.sock" -e nginx -c 4 -n "$DEL_N" -w 1000 -t d) ||
+  bg out "$BIN/loadgen" enqueue -s "$d/hookd.sock" -e nginx -c 4 -n "$DEL_N" -w 1000 -t d ||
     { log "enqueue failed: $out"; exit 1; }
   log "  hookd enqueue: $out"
-  local w; w=$("$BIN/dbreport" wait "$d/hookd.db" "$DEL_N" 600) || log "  WARNING: not all delivered: $w"
+  local w; bg w "$BIN/dbreport" wait "$d/hookd.db" "$DEL_N" 600 || log "  WARNING: not all delivered: $w"
   log "  hookd settled: $w"
   if [ -n "$perf_pid" ]; then
     kill -INT "$perf_pid" 2>/dev/null || true
@@ -212,7 +225,7 @@ bench_delivery() {
   rm -f "$d"/hookd.db*
 
   log "delivery: first-attempt latency at a steady $LAT_RATE/s for ${LAT_SECS}s"
-  local steady lat rsteady nsteady fs rport
+  local steady lat rsteady nsteady fs rport w
   fs=$("$BIN/loadgen" fsync "$work/fsync.probe" -n 300)
   log "  disk: $fs"
   # (a) to nginx, measured from the database (ms columns)
@@ -220,10 +233,10 @@ bench_delivery() {
   write_conf "$d" '[delivery]' 'workers = 0' "max_in_flight_per_endpoint = $DEL_INFLIGHT" \
     'allow_networks = 127.0.0.0/8' '[endpoint.nginx]' "url = http://127.0.0.1:$port/hook"
   start_hookd "$d"
-  steady=$("$BIN/loadgen" steady -s "$d/hookd.sock" -e nginx -r "$LAT_RATE" -d "$LAT_SECS" -t l) ||
+  bg steady "$BIN/loadgen" steady -s "$d/hookd.sock" -e nginx -r "$LAT_RATE" -d "$LAT_SECS" -t l ||
     { log "steady run failed: $steady"; exit 1; }
   log "  nginx steady: $steady"
-  "$BIN/dbreport" wait "$d/hookd.db" $((LAT_RATE * LAT_SECS)) 60 >/dev/null || log "  WARNING: latency run not settled"
+  bg w "$BIN/dbreport" wait "$d/hookd.db" $((LAT_RATE * LAT_SECS)) 60 || log "  WARNING: latency run not settled"
   stop_pid "$HOOKD_PID"
   lat=$("$BIN/dbreport" latency "$d/hookd.db" l) || true
   log "  nginx latency (db): $lat"
@@ -236,7 +249,7 @@ bench_delivery() {
       'allow_networks = 127.0.0.0/8' '[endpoint.probe]' "url = http://127.0.0.1:$rport/hook"
     sed -i "s/^synchronous = full/synchronous = $sync/" "$d/hookd.ini"
     start_hookd "$d"
-    out=$("$BIN/loadgen" steady -s "$d/hookd.sock" -e probe -r "$LAT_RATE" -d "$LAT_SECS" -t x -R "$rport") ||
+    bg out "$BIN/loadgen" steady -s "$d/hookd.sock" -e probe -r "$LAT_RATE" -d "$LAT_SECS" -t x -R "$rport" ||
       { log "steady run with receiver failed: $out"; exit 1; }
     log "  receiver steady, synchronous=$sync: $out"
     stop_pid "$HOOKD_PID"
@@ -265,12 +278,14 @@ bench_delivery() {
     row "delivery: seed-postgres delivered/s (N=$SEED_N K=$SEED_K)" "$seed_rate" ""
     ratio=$(div "$hk" "$seed_rate")
     row "delivery: ratio hookd / seed" "$ratio" "$(verdict "$ratio" 100)"
+  elif [ "$SEED" != 0 ]; then
+    row "delivery: seed-postgres" "FAILED" "see the log above"
   else
     row "delivery: seed-postgres" "skipped" "BENCH_SEED=0"
   fi
   row "delivery: hookd CPU per message, us (all threads)" "$(per_msg_us "$dcpu" "$DEL_N")" \
     "enqueue + claim + HTTP + result; $dcpu s in all"
-  row "delivery: hookd peak RSS, MiB (VmHWM)" "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')" "200k run"
+  row "delivery: hookd peak RSS, MiB (VmHWM)" "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')" "$DEL_N-message run"
   row "latency @${LAT_RATE}/s: achieved enqueue rate (nginx run)" "$(kv steady_rate "$steady")" \
     "acks $(kv acks "$steady"), send->ack p50/p99 $(kv ack_p50_us "$steady")/$(kv ack_p99_us "$steady") us"
   row "latency: enqueue->first attempt p50 ms (nginx, db)" "$(kv start_p50_ms "$lat")" \
