@@ -445,6 +445,15 @@ fail:
 
 void deliver_submit(struct deliver *d, struct djob *list)
 {
+    if (__atomic_load_n(&d->n, __ATOMIC_ACQUIRE) == 0) {
+        /* the pool is stopped: hand the jobs straight back, untried */
+        struct djob *j;
+        for (j = list; j; j = j->next)
+            j->attempted = 0;
+        if (list)
+            d->done(d->ctx, list);
+        return;
+    }
     /* spread jobs over the threads one by one: a single busy endpoint
      * still uses every core */
     while (list) {

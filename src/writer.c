@@ -52,6 +52,7 @@ struct writer {
     struct writer_rollup *rollups;
     size_t rollups_n;
     int stopping;    /* stop claiming */
+    int stop_seen;   /* the writer thread will claim no more */
     int finishing;   /* deliveries are all back: drain and exit */
     /* writer thread only */
     struct deliver *d;
@@ -960,7 +961,8 @@ static void *writer_main(void *arg)
         for (;;) {
             now = util_now_ms();
             int results_ready = w->results && util_mono_ms() >= w->retry_results_at;
-            if (w->inbox || results_ready || w->reload_pending || w->rollups || w->finishing)
+            if (w->inbox || results_ready || w->reload_pending || w->rollups || w->finishing ||
+                (w->stopping && !w->stop_seen))
                 break;
             wake = next_wake(w, now);
             mono_wake = cron_next(&w->sched);
@@ -1009,6 +1011,10 @@ static void *writer_main(void *arg)
         w->rollups_n = 0;
         claiming = !w->stopping;
         finishing = w->finishing;
+        if (w->stopping && !w->stop_seen) {
+            w->stop_seen = 1;
+            pthread_cond_broadcast(&w->cv);
+        }
         pthread_mutex_unlock(&w->mu);
 
         if (reload) {
@@ -1126,7 +1132,7 @@ void writer_submit(struct writer *w, struct req *r)
     *w->inbox_tail = r;
     w->inbox_tail = &r->next;
     w->inbox_n++;
-    pthread_cond_signal(&w->cv);
+    pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
 }
 
@@ -1142,7 +1148,7 @@ void writer_results(void *arg, struct djob *list)
     pthread_mutex_lock(&w->mu);
     t->next = w->results;
     w->results = list;
-    pthread_cond_signal(&w->cv);
+    pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
 }
 
@@ -1160,7 +1166,7 @@ void writer_reload(struct writer *w, struct config *c)
     w->reload_pending = 1;
     c->endpoints = NULL;
     c->n_endpoints = 0;
-    pthread_cond_signal(&w->cv);
+    pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
 }
 
@@ -1170,7 +1176,7 @@ void writer_rollup_done(struct writer *w, struct writer_rollup *v, size_t n)
     free(w->rollups);
     w->rollups = v;
     w->rollups_n = n;
-    pthread_cond_signal(&w->cv);
+    pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
 }
 
@@ -1180,12 +1186,16 @@ void writer_stop(struct writer *w, struct deliver *d)
         return;
     pthread_mutex_lock(&w->mu);
     w->stopping = 1;
-    pthread_cond_signal(&w->cv);
+    pthread_cond_broadcast(&w->cv);
+    /* the round in progress may still hand jobs to the pool: wait until
+     * the writer has seen the flag before the pool stops */
+    while (!w->stop_seen)
+        pthread_cond_wait(&w->cv, &w->mu);
     pthread_mutex_unlock(&w->mu);
     deliver_stop(d, w->c->shutdown_grace_ms);
     pthread_mutex_lock(&w->mu);
     w->finishing = 1;
-    pthread_cond_signal(&w->cv);
+    pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->th, NULL);
     w->started = 0;
