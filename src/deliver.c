@@ -9,11 +9,14 @@
 #include "util.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 /* beyond this the body is not worth reading: the status line decided */
@@ -46,6 +49,9 @@ struct dthread {
     struct xfer *active;                /* thread only */
     struct xfer *spare;                 /* reusable easy handles */
     int nactive;
+    int epfd;                           /* the transfers' sockets */
+    int wakefd;                         /* eventfd: new jobs or stop */
+    int64_t timer_at;                   /* curl's timeout (mono ms), -1 none */
 };
 
 struct deliver {
@@ -322,16 +328,66 @@ static void finish_transfer(struct dthread *t, struct xfer *x, CURLcode rc)
     xfer_put(t, x);
 }
 
+/* curl_multi_socket_action keeps the per-wakeup cost proportional to the
+ * sockets that are ready, not to the transfers in flight. */
+static int on_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    struct dthread *t = userp;
+    struct epoll_event ev = {0};
+
+    (void)e;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(t->epfd, EPOLL_CTL_DEL, s, NULL);
+        return 0;
+    }
+    ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0);
+    ev.data.fd = s;
+    if (!socketp) {
+        curl_multi_assign(t->multi, s, t);
+        if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, s, &ev) == 0 || errno != EEXIST)
+            return 0;
+    }
+    epoll_ctl(t->epfd, EPOLL_CTL_MOD, s, &ev);
+    return 0;
+}
+
+static int on_timer(CURLM *m, long timeout_ms, void *userp)
+{
+    struct dthread *t = userp;
+
+    (void)m;
+    t->timer_at = timeout_ms < 0 ? -1 : util_mono_ms() + timeout_ms;
+    return 0;
+}
+
+static void collect_done(struct dthread *t, struct djob ***dtail)
+{
+    CURLMsg *m;
+    int left;
+
+    while ((m = curl_multi_info_read(t->multi, &left))) {
+        struct xfer *x = NULL;
+        struct djob *j;
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+        j = x->job;
+        finish_transfer(t, x, m->data.result);
+        **dtail = j;
+        *dtail = &j->next;
+    }
+}
+
 static void *dthread_main(void *arg)
 {
     struct dthread *t = arg;
     struct deliver *d = t->d;
+    struct epoll_event evs[256];
 
     for (;;) {
         struct djob *in, *done = NULL, **dtail = &done, *j, *next;
-        CURLMsg *m;
-        int running = 0, left, stop;
-        int64_t deadline;
+        int running = 0, stop, n, i, wait_ms;
+        int64_t deadline, now;
 
         pthread_mutex_lock(&t->mu);
         in = t->inbox;
@@ -365,19 +421,11 @@ static void *dthread_main(void *arg)
                 xfer_put(t, x);
             }
         }
-        curl_multi_perform(t->multi, &running);
-        while ((m = curl_multi_info_read(t->multi, &left))) {
-            struct xfer *x = NULL;
-            if (m->msg != CURLMSG_DONE)
-                continue;
-            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-            j = x->job;
-            finish_transfer(t, x, m->data.result);
-            *dtail = j;
-            dtail = &j->next;
-        }
-        if (done)
+        if (done) {
             d->done(d->ctx, done);
+            done = NULL;
+            dtail = &done;
+        }
         if (stop && !t->active) {
             pthread_mutex_lock(&t->mu);
             int empty = t->inbox == NULL;
@@ -385,16 +433,46 @@ static void *dthread_main(void *arg)
             if (empty)
                 break;
         }
-        {
-            int timeout = 1000;
-            if (stop) {
-                int64_t left_ms = deadline - util_mono_ms();
-                timeout = left_ms < 0 ? 0 : (left_ms < 1000 ? (int)left_ms : 1000);
+        now = util_mono_ms();
+        wait_ms = 1000;
+        if (t->timer_at >= 0)
+            wait_ms = t->timer_at <= now ? 0 : (t->timer_at - now < 1000 ? (int)(t->timer_at - now) : 1000);
+        if (stop && deadline - now < wait_ms)
+            wait_ms = deadline <= now ? 0 : (int)(deadline - now);
+        n = epoll_wait(t->epfd, evs, 256, wait_ms);
+        for (i = 0; i < n; i++) {
+            int fd = evs[i].data.fd, flags = 0;
+            if (fd == t->wakefd) {
+                uint64_t v;
+                if (read(t->wakefd, &v, sizeof v) < 0)
+                    (void)0;
+                continue;
             }
-            curl_multi_poll(t->multi, NULL, 0, timeout, NULL);
+            if (evs[i].events & EPOLLIN)
+                flags |= CURL_CSELECT_IN;
+            if (evs[i].events & EPOLLOUT)
+                flags |= CURL_CSELECT_OUT;
+            if (evs[i].events & (EPOLLERR | EPOLLHUP))
+                flags |= CURL_CSELECT_ERR;
+            curl_multi_socket_action(t->multi, fd, flags, &running);
         }
+        if (t->timer_at >= 0 && util_mono_ms() >= t->timer_at) {
+            t->timer_at = -1;
+            curl_multi_socket_action(t->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        }
+        collect_done(t, &dtail);
+        if (done)
+            d->done(d->ctx, done);
     }
     return NULL;
+}
+
+static void wake(struct dthread *t)
+{
+    uint64_t one = 1;
+
+    if (write(t->wakefd, &one, sizeof one) < 0)
+        (void)0;  /* EAGAIN: the counter is already non-zero, a wakeup is pending */
 }
 
 int deliver_start(struct deliver **out, const struct config *c, int nthreads, deliver_done_fn done, void *ctx)
@@ -424,10 +502,21 @@ int deliver_start(struct deliver **out, const struct config *c, int nthreads, de
         t->inbox_tail = &t->inbox;
         pthread_mutex_init(&t->mu, NULL);
         d->nalloc++;
+        t->timer_at = -1;
+        t->epfd = epoll_create1(EPOLL_CLOEXEC);
+        t->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         t->multi = curl_multi_init();
-        if (!t->multi)
+        if (!t->multi || t->epfd < 0 || t->wakefd < 0)
             goto fail;
+        {
+            struct epoll_event ev = {.events = EPOLLIN, .data.fd = t->wakefd};
+            epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->wakefd, &ev);
+        }
         curl_multi_setopt(t->multi, CURLMOPT_MAXCONNECTS, 1024L);
+        curl_multi_setopt(t->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+        curl_multi_setopt(t->multi, CURLMOPT_SOCKETDATA, t);
+        curl_multi_setopt(t->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+        curl_multi_setopt(t->multi, CURLMOPT_TIMERDATA, t);
         if (pthread_create(&t->th, NULL, dthread_main, t) != 0) {
             curl_multi_cleanup(t->multi);
             t->multi = NULL;
@@ -466,7 +555,7 @@ void deliver_submit(struct deliver *d, struct djob *list)
         *t->inbox_tail = j;
         t->inbox_tail = &j->next;
         pthread_mutex_unlock(&t->mu);
-        curl_multi_wakeup(t->multi);
+        wake(t);
     }
 }
 
@@ -480,7 +569,7 @@ void deliver_stop(struct deliver *d, int64_t grace_ms)
         t->stop = 1;
         t->deadline_mono = util_mono_ms() + grace_ms;
         pthread_mutex_unlock(&t->mu);
-        curl_multi_wakeup(t->multi);
+        wake(t);
     }
     for (i = 0; i < d->n; i++)
         pthread_join(d->t[i].th, NULL);
@@ -503,6 +592,10 @@ void deliver_free(struct deliver *d)
         }
         if (t->multi)
             curl_multi_cleanup(t->multi);
+        if (t->epfd >= 0)
+            close(t->epfd);
+        if (t->wakefd >= 0)
+            close(t->wakefd);
         pthread_mutex_destroy(&t->mu);
     }
     free(d->t);

@@ -9,7 +9,7 @@ static const char *const queue_sql[QS__COUNT] = {
     [QS_INSERT] =
         "INSERT INTO webhook_queue (endpoint_id, event_id, event_type, payload, max_attempts, "
         "created_at, next_attempt_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) "
-        "ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id",
+        "ON CONFLICT (endpoint_id, event_id) DO NOTHING",
     [QS_FIND] = "SELECT id FROM webhook_queue WHERE endpoint_id = ?1 AND event_id = ?2",
     [QS_CLAIM_SEL] =
         "SELECT id, event_id, payload, attempt_count, max_attempts FROM webhook_queue "
@@ -121,20 +121,19 @@ int queue_insert(struct queue *q, int64_t endpoint_id, const char *event_id, con
     sqlite3_bind_text(st, 4, payload, (int)len, SQLITE_STATIC);
     sqlite3_bind_int(st, 5, max_attempts);
     sqlite3_bind_int64(st, 6, now);
+    /* no RETURNING: it costs SQLite a temporary table per execution */
     rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        *id = sqlite3_column_int64(st, 0);
-        *dup = 0;
-        rc = sqlite3_step(st);
-    }
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     if (rc != SQLITE_DONE) {
         q->last_rc = rc;
         return -1;
     }
-    if (sqlite3_changes(q->db) > 0)
+    if (sqlite3_changes(q->db) > 0) {
+        *id = sqlite3_last_insert_rowid(q->db);
+        *dup = 0;
         return 0;
+    }
     st = q->st[QS_FIND];
     sqlite3_bind_int64(st, 1, endpoint_id);
     sqlite3_bind_text(st, 2, event_id, -1, SQLITE_STATIC);

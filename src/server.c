@@ -597,6 +597,8 @@ int server_run(struct config *c, const char *config_path)
     sigaddset(&sigs, SIGHUP);
     /* blocked before any thread starts, so only the signalfd sees them */
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    /* SQLite's allocation statistics take a global mutex on every malloc */
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         log_error("start_failed", "err=\"curl_global_init failed\"");
         return 1;
