@@ -179,14 +179,27 @@ def test_redirect_is_dead_letter_and_not_followed(hookd, receiver, status):
 @pytest.mark.parametrize("status", [429, 503])
 def test_retry_after_is_a_floor(hookd, receiver, status):
     """Retry-After: 1 on 429/503 delays the next attempt by >= ~1s, even
-    though the backoff (base 50ms, max 200ms) would retry much sooner."""
+    though the backoff alone (base 50ms) would retry much sooner."""
     rcv = receiver(Sequence(retry_after(1, status), 200))
-    d = hookd(endpoints={"a": ep(rcv)})
+    d = hookd(endpoints={"a": ep(rcv, base_delay="50ms", max_delay="5s")})
     r = d.enqueue("a", {"x": 1})
     d.wait_status(r["id"], "delivered", timeout=15)
     first, second = rcv.snapshot()[:2]
     gap = second.t - first.t_done
-    assert gap >= 0.9, "next attempt %.3fs after a Retry-After: 1 answer" % gap
+    assert 0.9 <= gap < 4.0, "next attempt %.3fs after a Retry-After: 1 answer" % gap
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_retry_after_is_capped_at_max_delay(hookd, receiver, status):
+    """The floor is capped at max_delay: a receiver cannot park a message
+    (or, with 429, its whole endpoint) for an hour with Retry-After: 3600."""
+    rcv = receiver(Sequence(retry_after(3600, status), 200))
+    d = hookd(endpoints={"a": ep(rcv, base_delay="50ms", max_delay="1s")})
+    r = d.enqueue("a", {"x": 1})
+    d.wait_status(r["id"], "delivered", timeout=10)
+    first, second = rcv.snapshot()[:2]
+    gap = second.t - first.t_done
+    assert gap < 3.0, "next attempt %.3fs after Retry-After: 3600 with max_delay 1s" % gap
 
 
 def test_retry_after_below_max_delay(hookd, receiver):
