@@ -24,6 +24,10 @@ struct req {
 /* Hand a finished request back to the event loop (any thread). */
 void server_complete(struct req *r);
 
+/* An unrecoverable storage error: write the replies already completed,
+ * then exit with status (any thread). */
+void server_fatal(int status);
+
 /* Reply with an error (replaces anything in reply). */
 void req_error(struct req *r, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

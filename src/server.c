@@ -71,6 +71,7 @@ static struct {
     size_t nconns;
     int shutting_down;
     int stopped;              /* under mu: the stopper thread finished */
+    int fatal_status;         /* under mu: exit with this after flushing */
     struct proto_limits lim;
 } S;
 
@@ -88,6 +89,17 @@ void server_complete(struct req *r)
     pthread_mutex_unlock(&S.mu);
     if (was_empty && write(S.efd, &one, sizeof one) < 0 && errno != EAGAIN)
         log_error("eventfd_write", "err=\"%s\"", strerror(errno));
+}
+
+void server_fatal(int status)
+{
+    uint64_t one = 1;
+
+    pthread_mutex_lock(&S.mu);
+    S.fatal_status = status;
+    pthread_mutex_unlock(&S.mu);
+    if (write(S.efd, &one, sizeof one) < 0)
+        (void)0;
 }
 
 void req_error(struct req *r, const char *code, const char *fmt, ...)
@@ -461,6 +473,23 @@ static void drain_completions(void)
     }
 }
 
+/* Flush what is answered, then leave without touching the database again. */
+static void fatal_exit(int status)
+{
+    struct conn *cn;
+
+    drain_completions();
+    for (cn = S.conns; cn; cn = cn->next) {
+        int fl = fcntl(cn->fd, F_GETFL);
+        fcntl(cn->fd, F_SETFL, fl & ~O_NONBLOCK);
+        conn_flush(cn);
+    }
+    if (S.c && S.c->socket_path)
+        unlink(S.c->socket_path);
+    log_error("exiting", "status=%d reason=\"storage I/O error\"", status);
+    _exit(status);
+}
+
 /* ---- socket set-up ---- */
 
 static int make_socket(char *err, size_t errlen)
@@ -649,7 +678,7 @@ int server_run(struct config *c, const char *config_path)
              c->socket_path, c->db_path, nthreads_default(c), c->synchronous);
 
     for (;;) {
-        int stopped;
+        int stopped, fatal;
         n = epoll_wait(S.ep, evs, 256, -1);
         if (n < 0) {
             if (errno == EINTR)
@@ -707,7 +736,10 @@ int server_run(struct config *c, const char *config_path)
         conn_reap();
         pthread_mutex_lock(&S.mu);
         stopped = S.stopped;
+        fatal = S.fatal_status;
         pthread_mutex_unlock(&S.mu);
+        if (fatal)
+            fatal_exit(fatal);
         if (stopped)
             break;
     }

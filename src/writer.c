@@ -51,6 +51,7 @@ struct writer {
     int reload_pending;
     struct writer_rollup *rollups;
     size_t rollups_n;
+    int fatal;       /* an I/O error: the process is about to exit */
     int stopping;    /* stop claiming */
     int stop_seen;   /* the writer thread will claim no more */
     int finishing;   /* deliveries are all back: drain and exit */
@@ -67,6 +68,18 @@ struct writer {
 };
 
 static const char *const status_err = "storage error";
+
+/* After a failed fsync the kernel may have dropped the dirty pages and a
+ * retried fsync can report success for data that never reached the disk
+ * (PostgreSQL's lesson). So an I/O error on a commit is not retried: the
+ * batch is answered with storage_error, and the process exits with 75 so
+ * systemd restarts it and SQLite recovers from what is really on disk.
+ * A full disk (SQLITE_FULL) is different: nothing was half-written, so
+ * hookd answers storage_full and keeps serving. */
+static int fatal_io(int rc)
+{
+    return (rc & 0xff) == SQLITE_IOERR || (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB;
+}
 
 /* ---- endpoint registry ---- */
 
@@ -628,6 +641,11 @@ static int admin_txn_commit(struct writer *w, struct req *r)
         int rc = sqlite3_extended_errcode(w->db);
         db_rollback(w->db);
         req_error(r, db_error_code(rc), "%s: commit failed", status_err);
+        if (fatal_io(rc)) {
+            log_error("fatal_storage_error", "rc=%d err=\"%s\" action=\"exit 75\"", rc, sqlite3_errstr(rc));
+            w->fatal = 1;
+            server_fatal(75);
+        }
         return -1;
     }
     return 0;
@@ -902,6 +920,12 @@ fail_common:
     }
     free_jobs(claimed);
     w->q.last_rc = 0;
+    if (fatal_io(rc)) {
+        log_error("fatal_storage_error", "rc=%d err=\"%s\" action=\"exit 75 after answering the batch; "
+                  "acknowledged data is safe, SQLite recovers at restart\"", rc, sqlite3_errstr(rc));
+        w->fatal = 1;
+        server_fatal(75);
+    }
 }
 
 static void apply_rollups(struct writer *w, struct writer_rollup *v, size_t n)
@@ -1035,6 +1059,8 @@ static void *writer_main(void *arg)
             free(rollups);
         }
         writer_round(w, reqs, results, claiming);
+        if (w->fatal)
+            break;  /* nothing more touches the database; the process exits */
         if (claiming)
             cron_run(&w->sched, util_mono_ms(), util_now_ms());
         if (finishing) {
