@@ -48,7 +48,7 @@ static const struct cfg_def cfg_table[] = {
     {"server", "max_line", T_SIZE, C(max_line), 1024, 64 << 20, "1MiB", "longest request line (must exceed max_payload)"},
     {"server", "max_clients", T_INT, C(max_clients), 1, 1000000, "10000", "concurrent socket clients"},
 
-    {"delivery", "workers", T_INT, C(workers), 0, 256, "0", "delivery threads; 0 = number of cores"},
+    {"delivery", "workers", T_INT, C(workers), 0, 64, "0", "delivery threads; 0 = number of cores"},
     {"delivery", "max_in_flight_per_endpoint", T_INT, D(max_in_flight), 1, 100000, "32", "concurrent requests per endpoint"},
     {"delivery", "timeout", T_DUR, D(timeout_ms), 1, 600000, "15s", "total time of one attempt"},
     {"delivery", "connect_timeout", T_DUR, D(connect_timeout_ms), 1, 600000, "5s", "TCP + TLS connect time"},

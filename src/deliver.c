@@ -517,7 +517,11 @@ int deliver_start(struct deliver **out, const struct config *c, int nthreads, de
         curl_multi_setopt(t->multi, CURLMOPT_SOCKETDATA, t);
         curl_multi_setopt(t->multi, CURLMOPT_TIMERFUNCTION, on_timer);
         curl_multi_setopt(t->multi, CURLMOPT_TIMERDATA, t);
-        if (pthread_create(&t->th, NULL, dthread_main, t) != 0) {
+        if (pthread_create(&t->th, NULL, dthread_main, t) == 0) {
+            char name[16];
+            snprintf(name, sizeof name, "hookd-deliv%d", i % 100);
+            pthread_setname_np(t->th, name);  /* top -H, perf, gdb */
+        } else {
             curl_multi_cleanup(t->multi);
             t->multi = NULL;
             goto fail;
@@ -534,7 +538,10 @@ fail:
 
 void deliver_submit(struct deliver *d, struct djob *list)
 {
-    if (__atomic_load_n(&d->n, __ATOMIC_ACQUIRE) == 0) {
+    struct djob *heads[64] = {0}, **tails[64];
+    int n = __atomic_load_n(&d->n, __ATOMIC_ACQUIRE), i;
+
+    if (n == 0) {
         /* the pool is stopped: hand the jobs straight back, untried */
         struct djob *j;
         for (j = list; j; j = j->next)
@@ -543,17 +550,27 @@ void deliver_submit(struct deliver *d, struct djob *list)
             d->done(d->ctx, list);
         return;
     }
-    /* spread jobs over the threads one by one: a single busy endpoint
-     * still uses every core */
+    if (n > 64)
+        n = 64;
+    for (i = 0; i < n; i++)
+        tails[i] = &heads[i];
+    /* spread jobs over the threads one by one, so a single busy endpoint
+     * still uses every core; then one lock and one wakeup per thread */
     while (list) {
         struct djob *j = list;
-        unsigned i = __atomic_fetch_add(&d->rr, 1, __ATOMIC_RELAXED) % (unsigned)d->n;
-        struct dthread *t = &d->t[i];
+        unsigned k = __atomic_fetch_add(&d->rr, 1, __ATOMIC_RELAXED) % (unsigned)n;
         list = j->next;
         j->next = NULL;
+        *tails[k] = j;
+        tails[k] = &j->next;
+    }
+    for (i = 0; i < n; i++) {
+        struct dthread *t = &d->t[i];
+        if (!heads[i])
+            continue;
         pthread_mutex_lock(&t->mu);
-        *t->inbox_tail = j;
-        t->inbox_tail = &j->next;
+        *t->inbox_tail = heads[i];
+        t->inbox_tail = tails[i];
         pthread_mutex_unlock(&t->mu);
         wake(t);
     }

@@ -11,11 +11,13 @@ static const char *const queue_sql[QS__COUNT] = {
         "created_at, next_attempt_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) "
         "ON CONFLICT (endpoint_id, event_id) DO NOTHING",
     [QS_FIND] = "SELECT id FROM webhook_queue WHERE endpoint_id = ?1 AND event_id = ?2",
-    [QS_CLAIM_SEL] =
-        "SELECT id, event_id, payload, attempt_count, max_attempts FROM webhook_queue "
-        "WHERE endpoint_id = ?1 AND status IN ('pending', 'failed') AND next_attempt_at <= ?2 "
-        "ORDER BY next_attempt_at, id LIMIT ?3",
-    [QS_CLAIM_UPD] = "UPDATE webhook_queue SET status = 'in_flight', claimed_at = ?2 WHERE id = ?1",
+    /* one statement per endpoint and round: RETURNING's temporary table
+     * is paid once per batch, not once per row */
+    [QS_CLAIM] =
+        "UPDATE webhook_queue SET status = 'in_flight', claimed_at = ?2 WHERE id IN ("
+        "SELECT id FROM webhook_queue WHERE endpoint_id = ?1 AND status IN ('pending', 'failed') "
+        "AND next_attempt_at <= ?2 ORDER BY next_attempt_at, id LIMIT ?3) "
+        "RETURNING id, event_id, payload, attempt_count, max_attempts",
     [QS_NEXT_DUE] =
         "SELECT min(next_attempt_at) FROM webhook_queue "
         "WHERE endpoint_id = ?1 AND status IN ('pending', 'failed')",
@@ -155,33 +157,35 @@ int queue_insert(struct queue *q, int64_t endpoint_id, const char *event_id, con
 int queue_claim(struct queue *q, int64_t endpoint_id, int64_t now, int limit,
                 int (*cb)(void *ctx, const struct queue_row *row), void *ctx)
 {
-    sqlite3_stmt *sel = q->st[QS_CLAIM_SEL], *upd = q->st[QS_CLAIM_UPD];
+    sqlite3_stmt *st = q->st[QS_CLAIM];
     struct queue_row row;
-    int rc, n = 0;
+    int rc, n = 0, cb_failed = 0;
 
-    sqlite3_bind_int64(sel, 1, endpoint_id);
-    sqlite3_bind_int64(sel, 2, now);
-    sqlite3_bind_int(sel, 3, limit);
-    while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
-        row.id = sqlite3_column_int64(sel, 0);
-        row.event_id = (const char *)sqlite3_column_text(sel, 1);
-        row.payload = (const char *)sqlite3_column_text(sel, 2);
-        row.payload_len = (size_t)sqlite3_column_bytes(sel, 2);
-        row.attempt_count = sqlite3_column_int(sel, 3);
-        row.max_attempts = sqlite3_column_int(sel, 4);
-        sqlite3_bind_int64(upd, 1, row.id);
-        sqlite3_bind_int64(upd, 2, now);
-        if (run(q, upd) < 0 || cb(ctx, &row) < 0) {
-            rc = SQLITE_ERROR;
-            break;
-        }
-        n++;
+    sqlite3_bind_int64(st, 1, endpoint_id);
+    sqlite3_bind_int64(st, 2, now);
+    sqlite3_bind_int(st, 3, limit);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (cb_failed)
+            continue;  /* the statement must run to completion */
+        row.id = sqlite3_column_int64(st, 0);
+        row.event_id = (const char *)sqlite3_column_text(st, 1);
+        row.payload = (const char *)sqlite3_column_text(st, 2);
+        row.payload_len = (size_t)sqlite3_column_bytes(st, 2);
+        row.attempt_count = sqlite3_column_int(st, 3);
+        row.max_attempts = sqlite3_column_int(st, 4);
+        if (cb(ctx, &row) < 0)
+            cb_failed = 1;
+        else
+            n++;
     }
-    sqlite3_reset(sel);
-    sqlite3_clear_bindings(sel);
+    sqlite3_reset(st);
     if (rc != SQLITE_DONE) {
-        if (rc != SQLITE_ERROR)
-            q->last_rc = rc;
+        q->last_rc = rc;
+        return -1;
+    }
+    if (cb_failed) {
+        /* out of memory: the caller rolls the transaction back */
+        q->last_rc = SQLITE_NOMEM;
         return -1;
     }
     return n;

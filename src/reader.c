@@ -1019,6 +1019,7 @@ int reader_start(struct reader **out, const struct config *c, struct writer *w, 
         snprintf(err, errlen, "reader: cannot start thread: %s", strerror(rc));
         goto fail;
     }
+    pthread_setname_np(rd->th, "hookd-reader");
     rd->started = 1;
     *out = rd;
     return 0;

@@ -1147,6 +1147,7 @@ int writer_start(struct writer *w, struct deliver *d, struct reader *r)
     w->rd = r;
     if (pthread_create(&w->th, NULL, writer_main, w) != 0)
         return -1;
+    pthread_setname_np(w->th, "hookd-writer");
     w->started = 1;
     return 0;
 }
