@@ -1,0 +1,309 @@
+#!/usr/bin/env python3
+"""make chaos: the long fault runs, bounded in time (< 15 min).
+
+The same code as tests/integration/test_faults.py with bigger counts:
+  1. kill -9 loop: --kills (30) random kill -9 of hookd under continuous
+     enqueue + delivery load, restart on the same files each time.
+  2. I/O errors: --io-rounds rounds of eio-fsync / eio-write (WAL only or
+     every database file) armed after a random number of calls.
+  3. Disk full: tmpfs (when mount is allowed) and shim ENOSPC.
+  4. Corrupt database at start: --corrupt-inputs random damages of a real
+     database (truncations, overwritten page ranges, header).
+  5. Checkpoint starvation: a reader holding a snapshot for 10 s.
+Prints one summary table; exit status 1 if any invariant failed.
+
+Environment: HOOKD_BIN (binary under test), FAULTFS_SO (the shim).
+Stdlib only (pytest is imported for the shared helpers, not run).
+"""
+import argparse
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "integration"))
+
+import conftest  # noqa: E402
+import test_faults as tf  # noqa: E402
+from _pytest.outcomes import Skipped  # noqa: E402
+
+
+class Env:
+    """What the pytest fixtures give the tests, for a plain script."""
+
+    def __init__(self, root):
+        self.root = Path(root)
+        self.daemons = []
+        self.receivers = []
+        self.mounts = []
+        self.n = 0
+
+    def hookd(self, endpoints=None, sections=None, start=True, name=None):
+        self.n += 1
+        work = self.root / (name or "hookd%d" % self.n)
+        work.mkdir()
+        sockdir = tempfile.mkdtemp(prefix="hk")
+        os.chmod(sockdir, 0o755)
+        secs = conftest.merge_sections(conftest.base_sections(work, sockdir), sections)
+        for ep, kv in (endpoints or {}).items():
+            secs["endpoint." + ep] = dict(kv)
+        d = conftest.Daemon(work, sockdir, secs)
+        self.daemons.append(d)
+        if start:
+            d.start()
+        return d
+
+    def receiver(self, behaviour=200):
+        r = conftest.Receiver()
+        r.set(behaviour)
+        self.receivers.append(r)
+        return r
+
+    def tmpfs(self, size):
+        mnt = self.root / ("tmpfs%d" % len(self.mounts))
+        if os.geteuid() != 0 or not tf.can_mount_tmpfs(mnt):
+            raise Skipped("cannot mount a tmpfs")
+        tf.subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s,mode=0755" % size, "tmpfs", str(mnt)], check=True)
+        self.mounts.append(mnt)
+        return mnt
+
+    def cleanup(self):
+        for r in self.receivers:
+            r.close()
+        for d in self.daemons:
+            if d.running:
+                d.kill()
+            shutil.rmtree(d.sockdir, ignore_errors=True)
+        for m in self.mounts:
+            if tf.subprocess.run(["umount", str(m)], capture_output=True).returncode != 0:
+                tf.subprocess.run(["umount", "-l", str(m)], capture_output=True)
+        self.receivers, self.daemons, self.mounts = [], [], []
+
+
+ROWS = []      # (scenario, load held, faults injected, inputs tried, lost, duplicates, verdict)
+FAILED = []
+
+
+def record(name, load, faults, inputs, lost, dups, ok, detail=""):
+    ROWS.append((name, load, faults, inputs, lost, dups, "ok" if ok else "FAIL"))
+    if not ok:
+        FAILED.append("%s: %s" % (name, detail))
+    print("[chaos] %-22s %s" % (name, "ok" if ok else "FAIL " + detail[:300]), flush=True)
+
+
+def run_kills(env, args):
+    row = tf.kill_loop(env.hookd, env.receiver, kills=args.kills, seed=args.seed, rate=args.rate,
+                       gap=(0.3, 3.0), drain_timeout=240)
+    try:
+        tf.check_kill_row(row)
+        ok, why = True, ""
+    except AssertionError as e:
+        ok, why = False, str(e)
+    record("kill -9 loop", "%d s at %d enq/s, 2 endpoints, cap %d" % (row["seconds"], row["rate_target"],
+                                                                    row["in_flight_cap"]),
+           "%d kill -9" % row["kills"], "%d acked events" % row["acked"], row["lost"],
+           "%d (recovered in flight %d, bound %d)" % (row["duplicates"], row["recovered_in_flight"], row["dup_bound"]),
+           ok, why)
+
+
+def run_io(env, args, rnd):
+    modes = ["eio-fsync file .db-wal", "eio-write file .db-wal", "eio-fsync", "eio-write"]
+    lost = injected = tried = exits = phantom = 0
+    fails = []
+    for i in range(args.io_rounds):
+        mode = "%s after %d" % (rnd.choice(modes), rnd.randrange(0, 40))
+        d = env.hookd(endpoints={"a": tf.PARKED}, start=False)
+        try:
+            f = tf.start_with_shim(d)
+            res = tf.io_error_scenario(d, f, mode, "io%d" % i, before=rnd.randrange(1, 300),
+                                       during=rnd.randrange(50, 400), require_error_reply=False)
+            tried += 1
+            lost += res["lost"]
+            injected += res["injected"]
+            exits += res["exit"] == tf.EX_TEMPFAIL
+            phantom += res["refused_but_stored"]
+        except Skipped as e:
+            record("I/O errors", "-", "-", "-", "-", "-", True, "skipped: %s" % e)
+            return
+        except AssertionError as e:
+            tried += 1
+            fails.append("%s: %s" % (mode, str(e)[:400]))
+        finally:
+            if d.running:
+                d.kill()
+    record("fsync/write EIO", "200-700 pipelined enqueues/round", "%d EIO injected, %d exits 75" % (injected, exits),
+           "%d rounds (mode, after N)" % tried, lost, "0 (%d refused-but-stored)" % phantom, not fails and lost == 0,
+           "; ".join(fails))
+
+
+def run_disk_full(env, args):
+    variants = []
+    try:
+        mnt = env.tmpfs("8m")
+        variants.append(("tmpfs", mnt))
+    except Skipped:
+        pass
+    variants.append(("shim", None))
+    for kind, mnt in variants:
+        rcv = env.receiver(conftest.Reply(200, delay=0.3))
+        secs = {"retention": {"checkpoint_interval": "200ms"}}
+        if mnt:
+            secs["storage"] = {"path": str(mnt / "hookd.db")}
+        d = env.hookd(endpoints={"a": {"url": rcv.url("/full"), "max_in_flight": 8}}, sections=secs, start=False)
+        try:
+            if kind == "tmpfs":
+                d.start()
+                ballast = mnt / "ballast"
+                res = tf.disk_full_scenario(d, rcv, lambda: tf.fill(ballast), lambda: ballast.unlink(), "cf")
+                faults = "tmpfs 8 MiB filled, %d refused" % res["refused_full"]
+            else:
+                f = tf.start_with_shim(d)
+                res = tf.disk_full_scenario(d, rcv, lambda: f.arm("enospc"), f.off, "cs")
+                faults = "%d ENOSPC injected, %d refused" % (f.injected, res["refused_full"])
+            d.stop()
+            record("disk full (%s)" % kind, "enqueues + deliveries (0.3 s replies)", faults,
+                   "%d acked" % res["acked"], res["lost"], res["duplicates"], res["lost"] == 0)
+        except Skipped as e:
+            record("disk full (%s)" % kind, "-", "-", "-", "-", "-", True, "skipped: %s" % e)
+        except AssertionError as e:
+            record("disk full (%s)" % kind, "-", "-", "-", "?", "?", False, str(e))
+        finally:
+            if d.running:
+                d.kill()
+
+
+def random_damage(img, rnd):
+    ps = tf.page_size(img)
+    npages = len(img) // ps
+    b = bytearray(img)
+    k = rnd.random()
+    if k < 0.2:
+        return "truncate", bytes(b[:rnd.randrange(1, len(b))])
+    if k < 0.3:
+        n = rnd.randrange(1, 100)
+        off = rnd.randrange(0, 100 - n + 1)
+        b[off:off + n] = rnd.randbytes(n)
+        return "header", bytes(b)
+    p = rnd.randrange(0, npages)
+    start = 100 if p == 0 else 0
+    off = rnd.randrange(start, ps - 1)
+    n = rnd.randrange(1, min(512, ps - off) + 1)
+    b[p * ps + off:p * ps + off + n] = rnd.randbytes(n)
+    return "page", bytes(b)
+
+
+def run_corrupt(env, args, rnd):
+    tpl = env.hookd(endpoints={"a": tf.PARKED}, name="template")
+    for b in range(0, 3000, 500):
+        tf.send_all(tpl, [tf.enq("a", "tpl-%d" % i, size=300) for i in range(b, b + 500)])
+    tpl.stop()
+    img = tpl.db.read_bytes()
+    counts = {"refused": 0, "started": 0, "undetectable": 0, "modified": 0, "unnamed": 0}
+    started_kinds = {}
+    for i in range(args.corrupt_inputs):
+        kind, bad = random_damage(img, rnd)
+        d = env.hookd(endpoints={"a": tf.PARKED}, start=False)
+        d.db.write_bytes(bad)
+        # can SQLite itself see the damage? (bytes inside a payload cannot
+        # be told from data without checksums)
+        probe = d.dir / "probe.db"
+        probe.write_bytes(bad)
+        try:
+            detectable = tf.integrity(probe) != ["ok"]
+        except tf.sqlite3.DatabaseError:
+            detectable = True
+        for p in d.dir.glob("probe.db*"):
+            p.unlink()
+        rc, out = tf.run_serve(d.cfg, d.dir, timeout=3)
+        if d.db.read_bytes() != bad:
+            counts["modified"] += 1
+        if rc is None or rc == 0:
+            if detectable:
+                counts["started"] += 1
+                started_kinds[kind] = started_kinds.get(kind, 0) + 1
+            else:
+                counts["undetectable"] += 1
+        else:
+            counts["refused"] += 1
+            if str(d.db) not in out:
+                counts["unnamed"] += 1
+        shutil.rmtree(d.dir, ignore_errors=True)
+    ok = counts["started"] == 0 and counts["modified"] == 0 and counts["unnamed"] == 0
+    record("corrupt db at start", "-", "random damage of a 1.4 MB db",
+           "%d inputs: %d refused, %d detectable but started (%s), %d undetectable by integrity_check "
+           "(served), %d modified" % (
+               args.corrupt_inputs, counts["refused"], counts["started"],
+               ", ".join("%s %d" % kv for kv in sorted(started_kinds.items())) or "-", counts["undetectable"],
+               counts["modified"]),
+           0, "-", ok, "hookd started on %d damaged files: %s" % (counts["started"], started_kinds))
+
+
+def run_starvation(env, args):
+    d = env.hookd(endpoints={"a": tf.PARKED}, sections={"retention": {"checkpoint_interval": "200ms"}})
+    res = tf.starvation_scenario(d, hold=10.0, after=5.0)
+    ok = (res["errors"] == 0 and res["wal_drop_s"] is not None and res["wal_max_late"] is not None
+          and res["wal_max_late"] <= tf.WAL_BOUND and tf.integrity(d.db) == ["ok"])
+    d.stop()
+    mb = lambda v: "%.1f MB" % (v / 1e6) if v is not None else "-"  # noqa: E731
+    record("checkpoint starvation", "%d enqueues of 1 KB in 16 s" % res["enqueued"], "reader held 10 s",
+           "-wal %s -> peak %s, drop after %.2f s, then <= %s" % (
+               mb(res["wal_before"]), mb(res["wal_peak_held"]), res["wal_drop_s"] or -1, mb(res["wal_max_late"])),
+           0, "-", ok, str(res))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kills", type=int, default=30)
+    ap.add_argument("--seconds", type=float, default=600, help="time cap of the whole run (soft)")
+    ap.add_argument("--rate", type=float, default=500.0, help="enqueues per second during the kill loop")
+    ap.add_argument("--io-rounds", type=int, default=12)
+    ap.add_argument("--corrupt-inputs", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--only", default="kills,io,full,corrupt,starvation")
+    args = ap.parse_args()
+    if args.seed is None:
+        args.seed = random.randrange(1 << 30)
+    rnd = random.Random(args.seed)
+    print("[chaos] hookd %s, seed %d" % (conftest.HOOKD_BIN, args.seed), flush=True)
+    conftest.raise_nofile()
+    t0 = time.monotonic()
+    root = Path(tempfile.mkdtemp(prefix="hookd-chaos"))
+    steps = [("kills", run_kills), ("io", run_io), ("full", run_disk_full), ("corrupt", run_corrupt),
+             ("starvation", run_starvation)]
+    only = set(args.only.split(","))
+    for name, fn in steps:
+        if name not in only:
+            continue
+        if time.monotonic() - t0 > args.seconds:
+            record(name, "-", "-", "-", "-", "-", False, "not run: time cap of %.0f s reached" % args.seconds)
+            continue
+        env = Env(root / name)
+        (root / name).mkdir()
+        try:
+            if fn in (run_io, run_corrupt):
+                fn(env, args, rnd)
+            else:
+                fn(env, args)
+        except Exception as e:  # noqa: BLE001 - a crashed step is a failed step
+            traceback.print_exc()
+            record(name, "-", "-", "-", "?", "?", False, "step crashed: %r" % e)
+        finally:
+            env.cleanup()
+    shutil.rmtree(root, ignore_errors=True)
+    head = ("scenario", "load held", "faults injected", "inputs tried", "events lost", "duplicates seen", "verdict")
+    print("\n| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for r in ROWS:
+        print("| " + " | ".join(str(x) for x in r) + " |")
+    print("\n[chaos] %.0f s, seed %d, %s" % (time.monotonic() - t0, args.seed,
+                                              "FAILED:\n  " + "\n  ".join(FAILED) if FAILED else "all invariants held"))
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
