@@ -4,6 +4,7 @@
 #include "deliver.h"
 #include "log.h"
 #include "netpolicy.h"
+#include "proto.h"
 #include "retry_after.h"
 #include "sign.h"
 #include "util.h"
@@ -24,10 +25,18 @@
 
 struct xfer {
     struct xfer *next, *prev;   /* active list */
-    CURL *easy;
-    struct curl_slist *hdrs;
+    CURL *easy;                 /* configured once; per-job options only */
     struct djob *job;
     struct dthread *t;
+    /* headers: three per-attempt nodes in front of the endpoint's fixed
+     * ones, so an attempt allocates nothing (curl only reads the list) */
+    struct ep_conf *hdr_ep;     /* reference: its address cannot be reused */
+    struct curl_slist *fixed_hdrs;
+    struct curl_slist dyn[3];
+    char id_line[PROTO_EVENT_ID_MAX + 16];
+    char ts_line[48];
+    char sig_line[24 + SIGN_MAX_SECRETS * (SIGN_SIG_LEN + 1)];
+    /* per attempt */
     size_t body_seen;
     int body_capped;
     int blocked;
@@ -135,36 +144,51 @@ static int add_header(struct curl_slist **l, const char *h)
     return 0;
 }
 
+/* The headers every attempt to this endpoint carries. */
+static int fixed_headers(struct xfer *x, struct ep_conf *e)
+{
+    size_t i;
+
+    if (x->hdr_ep == e)
+        return 0;
+    curl_slist_free_all(x->fixed_hdrs);
+    x->fixed_hdrs = NULL;
+    ep_conf_unref(x->hdr_ep);
+    x->hdr_ep = NULL;
+    if (add_header(&x->fixed_hdrs, "Content-Type: application/json") < 0 ||
+        add_header(&x->fixed_hdrs, "User-Agent: hookd/" HOOKD_VERSION) < 0 ||
+        add_header(&x->fixed_hdrs, "Expect:") < 0)
+        return -1;
+    for (i = 0; i < e->def.nheaders; i++)
+        if (add_header(&x->fixed_hdrs, e->def.headers[i]) < 0)
+            return -1;
+    x->hdr_ep = ep_conf_ref(e);
+    return 0;
+}
+
 static int build_headers(struct xfer *x, int64_t ts)
 {
     struct djob *j = x->job;
-    const struct ep_conf *e = j->ep;
-    char line[64 + SIGN_MAX_SECRETS * (SIGN_SIG_LEN + 1)];
-    size_t i;
+    struct ep_conf *e = j->ep;
     int n;
 
-    if (add_header(&x->hdrs, "Content-Type: application/json") < 0 ||
-        add_header(&x->hdrs, "User-Agent: hookd/" HOOKD_VERSION) < 0 ||
-        add_header(&x->hdrs, "Expect:") < 0)
+    if (fixed_headers(x, e) < 0)
         return -1;
-    snprintf(line, sizeof line, "webhook-id: %s", j->event_id);
-    if (add_header(&x->hdrs, line) < 0)
-        return -1;
-    snprintf(line, sizeof line, "webhook-timestamp: %lld", (long long)ts);
-    if (add_header(&x->hdrs, line) < 0)
-        return -1;
+    snprintf(x->id_line, sizeof x->id_line, "webhook-id: %s", j->event_id);
+    snprintf(x->ts_line, sizeof x->ts_line, "webhook-timestamp: %lld", (long long)ts);
+    x->dyn[0].data = x->id_line;
+    x->dyn[0].next = &x->dyn[1];
+    x->dyn[1].data = x->ts_line;
+    x->dyn[1].next = x->fixed_hdrs;
     if (e->nkeys) {
-        n = snprintf(line, sizeof line, "webhook-signature: ");
-        if (sign_header_value(e->keys, e->nkeys, j->event_id, ts, j->payload, j->payload_len, line + n,
-                              sizeof line - (size_t)n) < 0)
+        n = snprintf(x->sig_line, sizeof x->sig_line, "webhook-signature: ");
+        if (sign_header_value(e->keys, e->nkeys, j->event_id, ts, j->payload, j->payload_len,
+                              x->sig_line + n, sizeof x->sig_line - (size_t)n) < 0)
             return -1;
-        if (add_header(&x->hdrs, line) < 0)
-            return -1;
-        explicit_bzero(line, sizeof line);
+        x->dyn[1].next = &x->dyn[2];
+        x->dyn[2].data = x->sig_line;
+        x->dyn[2].next = x->fixed_hdrs;
     }
-    for (i = 0; i < e->def.nheaders; i++)
-        if (add_header(&x->hdrs, e->def.headers[i]) < 0)
-            return -1;
     return 0;
 }
 
@@ -177,45 +201,78 @@ static void job_fail_now(struct djob *j, enum errclass c, const char *msg)
     util_strlcpy(j->error, msg, sizeof j->error);
 }
 
+static struct xfer *xfer_new(struct dthread *t)
+{
+    const struct config *c = t->d->c;
+    struct xfer *x = calloc(1, sizeof *x);
+    CURL *h;
+
+    if (!x)
+        return NULL;
+    h = x->easy = curl_easy_init();
+    if (!h) {
+        free(x);
+        return NULL;
+    }
+    x->t = t;
+    /* what never changes between attempts is set once per handle */
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_PROXY, "");   /* no proxy from the environment */
+    curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+    curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, x);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
+    curl_easy_setopt(h, CURLOPT_PRIVATE, x);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (c->ca_file && *c->ca_file)
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+    return x;
+}
+
 static struct xfer *xfer_get(struct dthread *t)
 {
     struct xfer *x = t->spare;
 
-    if (x) {
+    if (x)
         t->spare = x->next;
-        curl_easy_reset(x->easy);
-    } else {
-        x = calloc(1, sizeof *x);
-        if (!x)
-            return NULL;
-        x->easy = curl_easy_init();
-        if (!x->easy) {
-            free(x);
-            return NULL;
-        }
-    }
-    {
-        CURL *keep = x->easy;
-        memset(x, 0, sizeof *x);
-        x->easy = keep;
-    }
-    x->t = t;
+    else if (!(x = xfer_new(t)))
+        return NULL;
+    x->next = x->prev = NULL;
+    x->body_seen = 0;
+    x->body_capped = 0;
+    x->blocked = 0;
+    x->block_reason = NULL;
+    x->snip_len = 0;
+    x->retry_after[0] = '\0';
+    x->errbuf[0] = '\0';
     return x;
 }
 
 static void xfer_put(struct dthread *t, struct xfer *x)
 {
-    curl_slist_free_all(x->hdrs);
-    x->hdrs = NULL;
     x->job = NULL;
     x->next = t->spare;
     t->spare = x;
 }
 
+static void xfer_destroy(struct xfer *x)
+{
+    curl_easy_cleanup(x->easy);
+    curl_slist_free_all(x->fixed_hdrs);
+    ep_conf_unref(x->hdr_ep);
+    free(x);
+}
+
 /* Returns 0 if started; otherwise the job is finished (failed) in place. */
 static int start_transfer(struct dthread *t, struct djob *j)
 {
-    const struct config *c = t->d->c;
     const struct ep_settings *s = &j->ep->eff;
     struct xfer *x = xfer_get(t);
     CURL *h;
@@ -233,28 +290,11 @@ static int start_transfer(struct dthread *t, struct djob *j)
     }
     h = x->easy;
     curl_easy_setopt(h, CURLOPT_URL, j->ep->def.url);
-    curl_easy_setopt(h, CURLOPT_POST, 1L);
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, j->payload);
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)j->payload_len);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, x->hdrs);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, &x->dyn[0]);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)s->timeout_ms);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)s->connect_timeout_ms);
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_PROXY, "");   /* no proxy from the environment */
-    curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open_socket);
-    curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, x);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
-    curl_easy_setopt(h, CURLOPT_PRIVATE, x);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (c->ca_file && *c->ca_file)
-        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
     if (curl_multi_add_handle(t->multi, h) != CURLM_OK) {
         job_fail_now(j, ERRC_INTERNAL, "cannot start transfer");
         xfer_put(t, x);
@@ -604,8 +644,7 @@ void deliver_free(struct deliver *d)
         struct xfer *x = t->spare, *next;
         for (; x; x = next) {
             next = x->next;
-            curl_easy_cleanup(x->easy);
-            free(x);
+            xfer_destroy(x);
         }
         if (t->multi)
             curl_multi_cleanup(t->multi);
