@@ -38,6 +38,11 @@ const char *proto_op_name(enum proto_op op)
     return "none";
 }
 
+/* The line being parsed, for checks on raw member text (one parse at a
+ * time per thread). */
+static _Thread_local const char *cur_line;
+static _Thread_local size_t cur_len;
+
 static int fail(struct proto_err *err, const char *code, const char *msg)
 {
     err->code = code;
@@ -132,6 +137,24 @@ int proto_find_member(const char *json, size_t len, const char *key, const char 
     return -1;
 }
 
+/* Does the raw JSON string literal at p (opening quote) contain an
+ * escaped NUL? cJSON would cut the C string there, and "evt\u0000a" and
+ * "evt\u0000b" would become the same event id. */
+static int raw_has_nul(const char *p, size_t n)
+{
+    size_t i;
+
+    for (i = 1; i < n; i++) {
+        if (p[i] != '\\')
+            continue;
+        if (i + 5 < n && p[i + 1] == 'u' && p[i + 2] == '0' && p[i + 3] == '0' && p[i + 4] == '0' &&
+            p[i + 5] == '0')
+            return 1;
+        i++;  /* skip the escaped character */
+    }
+    return 0;
+}
+
 /* Optional string member: 0 absent, 1 present (copied), -1 wrong type. */
 static int get_str(const cJSON *o, const char *name, char **out, size_t max,
                    struct proto_err *err)
@@ -144,6 +167,14 @@ static int get_str(const cJSON *o, const char *name, char **out, size_t max,
     if (!cJSON_IsString(it)) {
         snprintf(msg, sizeof msg, "field '%s' must be a string", name);
         return fail(err, PERR_BAD_REQUEST, msg);
+    }
+    if (cur_line) {
+        const char *raw;
+        size_t rawlen;
+        if (proto_find_member(cur_line, cur_len, name, &raw, &rawlen) == 0 && raw_has_nul(raw, rawlen)) {
+            snprintf(msg, sizeof msg, "field '%s' must not contain NUL", name);
+            return fail(err, PERR_BAD_REQUEST, msg);
+        }
     }
     if (strlen(it->valuestring) == 0 || strlen(it->valuestring) > max) {
         snprintf(msg, sizeof msg, "field '%s' must be 1-%zu bytes", name, max);
@@ -237,6 +268,8 @@ int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
         return fail(err, PERR_BAD_JSON, "request contains a NUL byte");
     if (!util_utf8_valid(line, len))
         return fail(err, PERR_BAD_JSON, "request is not valid UTF-8");
+    cur_line = line;
+    cur_len = len;
     o = cJSON_ParseWithLengthOpts(line, len, &end, 0);
     if (!o)
         return fail(err, PERR_BAD_JSON, "malformed JSON");

@@ -59,6 +59,11 @@ static void test_bad_inputs(void **st)
     assert_string_equal(CODE("{\"op\":\"pause\"}"), PERR_BAD_REQUEST);
     assert_string_equal(CODE("{\"op\":\"endpoint.put\"}"), PERR_BAD_REQUEST);
     assert_string_equal(CODE("{\"op\":\"dead_letters\",\"hours\":0}"), PERR_BAD_REQUEST);
+    /* an escaped NUL would cut the id short and merge two events */
+    assert_string_equal(CODE("{\"op\":\"enqueue\",\"endpoint\":\"a\",\"event_id\":\"e\\u0000x\",\"payload\":{}}"),
+                        PERR_BAD_REQUEST);
+    assert_string_equal(CODE("{\"op\":\"enqueue\",\"endpoint\":\"a\",\"event_id\":\"e\\\\u0000x\",\"payload\":{}}"), "ok");
+    assert_string_equal(CODE("{\"op\":\"enqueue\",\"endpoint\":\"a\",\"payload\":{\"k\":\"\\u0000\"}}"), "ok");
 }
 
 static void test_deep_nesting_is_an_error(void **st)
