@@ -20,7 +20,6 @@ FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 120
 FUZZ_OUT      ?= $(BUILD)/fuzz
 FUZZ_TARGETS  ?= proto config netpolicy retry_after
-FUZZ_JOBS     ?= 1
 FUZZ_ARGS     ?=
 FUZZ_KNOWN    ?=
 FUZZ_CPPFLAGS := -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -DINI_HANDLER_LINENO=1 -DHOOKD_VERSION='"x"'
@@ -62,7 +61,7 @@ fuzz: $(FUZZ_BINS)
 	  echo "== fuzz_$$t for $(FUZZ_SECONDS)s (log $(FUZZ_OUT)/$$t.log)"; \
 	  if FUZZ_KNOWN="$(FUZZ_KNOWN)" ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
 	     $(FUZZ_OUT)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
-	       -max_len=65536 -jobs=$(FUZZ_JOBS) -workers=$(FUZZ_JOBS) -print_final_stats=1 $$dict \
+	       -max_len=65536 -print_final_stats=1 $$dict \
 	       -artifact_prefix=$(FUZZ_OUT)/crashes/$$t/ $(FUZZ_ARGS) \
 	       $(FUZZ_OUT)/work/$$t tests/fuzz/corpus/$$t > $(FUZZ_OUT)/$$t.log 2>&1; then \
 	    grep -aE '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)|cov: ' $(FUZZ_OUT)/$$t.log | tail -4; \
@@ -71,7 +70,7 @@ fuzz: $(FUZZ_BINS)
 	    fail="$$fail $$t"; \
 	  fi; \
 	done; \
-	if [ -n "$$fail" ]; then echo "fuzz: crashes in:$$fail (inputs in $(FUZZ_OUT)/crashes/; add them to tests/fuzz/corpus/<target>/)"; exit 1; fi
+	if [ -n "$$fail" ]; then echo "fuzz: crashes in:$$fail (inputs in $(FUZZ_OUT)/crashes/; keep them in tests/fuzz/crashes/<target>/)"; exit 1; fi
 
 fuzz-regress: $(REGRESS_BINS)
 	@fail=0; for t in $(FUZZ_TARGETS); do \

@@ -24,11 +24,34 @@
  *   config-continuation-secret: an indented "secret = whsec_..." line right
  *   after another key is, for inih, a continuation of that key's value;
  *   the error for that key ("url = 'secret = whsec_...': URL must not
- *   contain blanks") prints the secret (check-config, start_failed log). */
+ *   contain blanks") prints the secret (check-config, start_failed log).
+ *   config-long-line: libinih reads at most 199 bytes of a line; the rest
+ *   of a longer line is parsed as a line of its own, so the tail of a long
+ *   "secret = whsec_A whsec_B ..." line becomes a key ("QUFB...UE = '':
+ *   unknown key") and is printed. (The same cut makes URLs over ~190
+ *   bytes impossible to configure in the file, though 2048 are allowed.) */
 static int known(const char *id)
 {
     const char *k = getenv("FUZZ_KNOWN");
     return k && strstr(k, id) != NULL;
+}
+
+/* Does text contain 12 or more consecutive bytes of the secret's base64? */
+static int shows_secret(const char *text, const char *tok)
+{
+    const char *b = strncmp(tok, "whsec_", 6) == 0 ? tok + 6 : tok;
+    size_t n = strlen(b);
+    char win[13];
+
+    if (strstr(text, tok))
+        return 1;
+    for (size_t i = 0; i + 12 <= n; i++) {
+        memcpy(win, b + i, 12);
+        win[12] = '\0';
+        if (strstr(text, win))
+            return 1;
+    }
+    return 0;
 }
 
 static int memfd = -1;
@@ -60,7 +83,7 @@ static size_t find_secrets(const char *in, size_t len, char toks[][300], size_t 
         const char *p = line, *eq;
         while (p < le && (*p == ' ' || *p == '\t'))
             p++;
-        if (p > line && known("config-continuation-secret")) {
+        if ((p > line && known("config-continuation-secret")) || (le - line > 190 && known("config-long-line"))) {
             line = le + 1;
             continue;
         }
@@ -122,7 +145,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(rc == -1, "rc %d", rc);
         FUZZ_CHECK(err[0] != '\0', "load failed without a reason");
         for (i = 0; i < nsec; i++)
-            FUZZ_CHECK(!strstr(err, toks[i]), "the error shows secret text '%s': %s", toks[i], err);
+            FUZZ_CHECK(!shows_secret(err, toks[i]), "the error shows secret text '%s': %s", toks[i], err);
     } else {
         char *dump = NULL;
         size_t dlen = 0;
@@ -141,7 +164,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             config_dump(&c, f);
             fclose(f);
             for (i = 0; i < nsec; i++)
-                FUZZ_CHECK(!strstr(dump, toks[i]), "check-config output shows secret text '%s'", toks[i]);
+                FUZZ_CHECK(!shows_secret(dump, toks[i]), "check-config output shows secret text '%s'", toks[i]);
             free(dump);
         }
         if (devnull)

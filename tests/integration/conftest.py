@@ -676,3 +676,114 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+# ---------------------------------------------------------------- whole-suite log scan
+# (added with tests/integration/test_security_logs.py; self-contained: only
+# wraps Daemon.start and Receiver._handle to remember what to look for)
+#
+# At the end of the session every stderr log of every daemon any test
+# started is searched for: the test secrets (whsec_ text, base64 part,
+# decoded key), signature-shaped text ("v1,<44 base64>"), every signature a
+# receiver saw, and every payload string value of 8+ varied characters the
+# tests enqueued. A hit fails the session (exit status 1) with the lines.
+# HOOKD_LOG_SCAN=0 turns it off.
+
+_scan_logs = []
+_scan_sigs = set()
+_scan_payload_strings = set()
+_SCAN_SIG_RE = __import__("re").compile(r"v1,[A-Za-z0-9+/]{43}=")
+
+
+def _scan_wrap():
+    orig_start = Daemon.start
+
+    def start(self, *a, **kw):
+        try:
+            return orig_start(self, *a, **kw)
+        finally:
+            if self.logs:
+                _scan_logs.append(self.logs[-1])
+
+    Daemon.start = start
+
+    orig_handle = Receiver._handle
+
+    def handle(self, h):
+        sig = h.headers.get("webhook-signature")
+        if sig:
+            _scan_sigs.update(s for s in sig.split(" ") if s)
+        return orig_handle(self, h)
+
+    Receiver._handle = handle
+
+    orig_send = Client.send
+
+    def send(self, data):
+        try:
+            text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+            for line in text.split("\n"):
+                if '"payload"' not in line or len(line) > 100000:
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    continue
+                stack = [obj.get("payload")] if isinstance(obj, dict) else []
+                while stack:
+                    v = stack.pop()
+                    if isinstance(v, dict):
+                        stack.extend(v.values())
+                    elif isinstance(v, list):
+                        stack.extend(v)
+                    elif isinstance(v, str) and 8 <= len(v) <= 4096 and len(set(v)) >= 5:
+                        _scan_payload_strings.add(v)
+        except Exception:  # noqa: BLE001 - bookkeeping must never break a test
+            pass
+        return orig_send(self, data)
+
+    Client.send = send
+
+
+if os.environ.get("HOOKD_LOG_SCAN", "1") != "0":
+    _scan_wrap()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if os.environ.get("HOOKD_LOG_SCAN", "1") == "0" or not _scan_logs:
+        return
+    needles = {}
+    for name, sec in (("SECRET_A", SECRET_A), ("SECRET_B", SECRET_B)):
+        b64 = sec[len("whsec_"):]
+        needles[name] = sec
+        needles[name + " base64"] = b64
+        needles[name + " key"] = base64.b64decode(b64).decode("latin-1")
+    for s in _scan_sigs:
+        needles["signature " + s[:12]] = s[3:]
+    for p in _scan_payload_strings:
+        needles["payload string %r" % p[:30]] = p
+    hits = []
+    nlines = 0
+    for path in _scan_logs:
+        try:
+            text = Path(path).read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            nlines += 1
+            found = [n for n, v in needles.items() if v in line]
+            if _SCAN_SIG_RE.search(line):
+                found.append("signature-shaped text")
+            if found:
+                hits.append("%s: %s: %s" % (path, ", ".join(found), line[:300]))
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    msg = ("log scan: %d log files, %d lines, %d needles (secrets, %d signatures, %d payload strings): %s"
+           % (len(_scan_logs), nlines, len(needles), len(_scan_sigs), len(_scan_payload_strings),
+              "clean" if not hits else "%d LEAKS" % len(hits)))
+    if tr is not None:
+        tr.write_line("")
+        tr.write_line(msg, red=bool(hits), green=not hits)
+        for h in hits[:50]:
+            tr.write_line("  " + h, red=True)
+    if hits:
+        session.exitstatus = 1
