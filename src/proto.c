@@ -237,8 +237,11 @@ static int parse_enqueue(const char *line, size_t len, const cJSON *o,
         return fail(err, PERR_BAD_REQUEST, "enqueue needs 'payload'");
     if (!cJSON_IsObject(pl) && !cJSON_IsArray(pl))
         return fail(err, PERR_BAD_REQUEST, "field 'payload' must be a JSON object or array");
-    if (proto_find_member(line, len, "payload", &raw, &rawlen) < 0)
-        return fail(err, PERR_BAD_REQUEST, "field name 'payload' must be written without escapes");
+    /* what is stored is the raw text of the first member spelled
+     * "payload"; cJSON decodes escapes in names, so check the raw text
+     * itself rather than trusting that both found the same member */
+    if (proto_find_member(line, len, "payload", &raw, &rawlen) < 0 || (raw[0] != '{' && raw[0] != '['))
+        return fail(err, PERR_BAD_REQUEST, "field 'payload' must be a JSON object or array, its name written without escapes");
     if (rawlen > lim->max_payload) {
         snprintf(msg, sizeof msg, "payload is %zu bytes, limit %zu", rawlen, lim->max_payload);
         return fail(err, PERR_PAYLOAD_TOO_LARGE, msg);
@@ -291,7 +294,14 @@ int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
             break;
     if (i == sizeof ops / sizeof ops[0]) {
         char msg[160];
-        snprintf(msg, sizeof msg, "unknown op '%.64s'", opj->valuestring);
+        size_t n = strlen(opj->valuestring);
+        if (n > 64) {
+            /* cut on a character boundary: replies are JSON, hence UTF-8 */
+            n = 64;
+            while (n > 0 && ((unsigned char)opj->valuestring[n] & 0xc0) == 0x80)
+                n--;
+        }
+        snprintf(msg, sizeof msg, "unknown op '%.*s'", (int)n, opj->valuestring);
         fail(err, PERR_UNKNOWN_OP, msg);
         goto out;
     }
@@ -383,6 +393,22 @@ void proto_req_free(struct proto_req *r)
 
 int proto_reply_error(struct buf *out, const char *code, const char *message)
 {
+    char safe[512];
+    size_t n = strlen(message), i;
+
+    /* a message cut by a fixed-size buffer can end inside a character;
+     * replies must stay valid UTF-8 */
+    if (n >= sizeof safe)
+        n = sizeof safe - 1;
+    memcpy(safe, message, n);
+    safe[n] = '\0';
+    for (i = 0; i < 3 && n > 0 && !util_utf8_valid(safe, n); i++)
+        safe[--n] = '\0';
+    if (!util_utf8_valid(safe, n))
+        for (i = 0; i < n; i++)
+            if ((unsigned char)safe[i] >= 0x80)
+                safe[i] = '?';
+    message = safe;
     if (buf_puts(out, "{\"ok\":false,\"error\":{\"code\":") < 0 || buf_json_str(out, code) < 0 ||
         buf_puts(out, ",\"message\":") < 0 || buf_json_str(out, message) < 0 ||
         buf_puts(out, "}}\n") < 0)
