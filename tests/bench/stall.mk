@@ -1,0 +1,20 @@
+# tests/bench/stall.mk - worst stall of acks and deliveries while the
+# periodic jobs run over 100 endpoints x 100k latency rows (included by the
+# top Makefile).
+#   make bench-stall     about 4-6 minutes; results in build/bench/stall.txt
+# Knobs (make VAR=... or environment): STALL_ROWS (per endpoint, 100000),
+# STALL_SECS (90), STALL_RATE (1000/s), STALL_KEEP=1.
+
+STALL_BIN := $(BUILD)/bench/stall
+
+.PHONY: bench-stall
+
+$(STALL_BIN): tests/bench/stall.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
+	  $(shell $(PKG_CONFIG) --cflags sqlite3 2>/dev/null) -pthread -o $@ $< \
+	  $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null || echo -lsqlite3)
+
+bench-stall: $(HOOKD) $(STALL_BIN)
+	HOOKD=$(abspath $(HOOKD)) STALL=$(abspath $(STALL_BIN)) BENCH_OUT=$(BUILD)/bench \
+	  sh tests/bench/stall.sh
