@@ -606,7 +606,10 @@ struct load_ctx {
 static int fail_at(struct load_ctx *x, int line, const char *section, const char *key,
                    const char *value, const char *why)
 {
-    int secret = key && strcmp(key, "secret") == 0;
+    /* an indented "secret = ..." line is a continuation of the previous
+     * key for inih: hide anything that looks like a secret, whatever key */
+    int secret = (key && strcmp(key, "secret") == 0) || (value && strstr(value, "whsec_")) ||
+                 (key && strstr(key, "whsec_"));
 
     if (!x->failed)
         snprintf(x->err, x->errlen, "%s:%d: [%s] %s = '%s': %s", x->path, line, section,
@@ -713,6 +716,36 @@ out:
     return rc;
 }
 
+/* inih reads at most INI_MAX_LINE - 1 bytes per line and parses the rest
+ * as a line of its own: a long URL would be cut and its tail (perhaps part
+ * of a secret) taken for a key. Refuse such files up front, clearly. */
+static int check_line_lengths(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    int line = 1, ch;
+    long len = 0;
+
+    if (!f)
+        return 0;  /* ini_parse reports it */
+    while ((ch = getc(f)) != EOF) {
+        if (ch == '\n') {
+            line++;
+            len = 0;
+            continue;
+        }
+        if (++len == INI_MAX_LINE - 1 + 1) {
+            fclose(f);
+            snprintf(err, errlen,
+                     "%s:%d: line longer than %d bytes (the INI reader's limit); "
+                     "define an endpoint with a longer URL over the socket (hookd endpoint-put)",
+                     path, line, INI_MAX_LINE - 1);
+            return -1;
+        }
+    }
+    fclose(f);
+    return 0;
+}
+
 int config_load(struct config *c, const char *path, char *err, size_t errlen)
 {
     struct load_ctx x = {c, path, err, errlen, 0, NULL};
@@ -722,6 +755,8 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
 
     free(c->file);
     c->file = strdup(path);
+    if (check_line_lengths(path, err, errlen) < 0)
+        return -1;
     rc = ini_parse(path, config_ini_line, &x);
     if (rc == -1) {
         snprintf(err, errlen, "%s: cannot open", path);

@@ -155,6 +155,37 @@ static int raw_has_nul(const char *p, size_t n)
     return 0;
 }
 
+/* Does any top-level member name of this (valid JSON) object contain a
+ * backslash escape? */
+static int escaped_member_name(const char *json, size_t len)
+{
+    const char *p = json, *e = json + len, *ke, *v;
+
+    p = skip_ws(p, e);
+    if (p >= e || *p != '{')
+        return 0;
+    p = skip_ws(p + 1, e);
+    while (p < e && *p == '"') {
+        ke = skip_string(p, e);
+        if (!ke)
+            return 0;
+        if (memchr(p, '\\', (size_t)(ke - p)))
+            return 1;
+        p = skip_ws(ke, e);
+        if (p >= e || *p != ':')
+            return 0;
+        v = skip_value(skip_ws(p + 1, e), e);
+        if (!v)
+            return 0;
+        p = skip_ws(v, e);
+        if (p < e && *p == ',')
+            p = skip_ws(p + 1, e);
+        else
+            break;
+    }
+    return 0;
+}
+
 /* Optional string member: 0 absent, 1 present (copied), -1 wrong type. */
 static int get_str(const cJSON *o, const char *name, char **out, size_t max,
                    struct proto_err *err)
@@ -282,6 +313,12 @@ int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
     }
     if (!cJSON_IsObject(o)) {
         fail(err, PERR_BAD_REQUEST, "request must be a JSON object");
+        goto out;
+    }
+    if (escaped_member_name(line, len)) {
+        /* cJSON decodes escapes in names and the raw payload lookup does
+         * not: two views of one request must never disagree */
+        fail(err, PERR_BAD_REQUEST, "member names must be written without escapes");
         goto out;
     }
     opj = cJSON_GetObjectItemCaseSensitive(o, "op");
