@@ -37,6 +37,11 @@ static int known(const char *id)
 }
 
 /* Does text contain 12 or more consecutive bytes of the secret's base64? */
+static const char *g_in;
+static size_t g_inlen;
+
+static size_t count_occ(const char *hay, size_t hlen, const char *needle, size_t nlen);
+
 static int shows_secret(const char *text, const char *tok)
 {
     const char *b = strncmp(tok, "whsec_", 6) == 0 ? tok + 6 : tok;
@@ -48,6 +53,10 @@ static int shows_secret(const char *text, const char *tok)
     for (size_t i = 0; i + 12 <= n; i++) {
         memcpy(win, b + i, 12);
         win[12] = '\0';
+        if (strspn(win, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") != 12)
+            continue;   /* only runs of secret-looking text count */
+        if (count_occ(g_in, g_inlen, win, 12) != 1)
+            continue;   /* the input has this text elsewhere too */
         if (strstr(text, win))
             return 1;
     }
@@ -136,6 +145,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ftruncate(memfd, 0) != 0 || pwrite(memfd, data, size, 0) != (ssize_t)size)
         abort();
 
+    g_in = (const char *)data;
+    g_inlen = size;
     nsec = find_secrets((const char *)data, size, toks, 16);
     if (config_init(&c) != 0)
         abort();
