@@ -113,6 +113,7 @@ integration: $(HOOKD)
 test: deps
 	$(MAKE) all
 	$(MAKE) unit
+	$(MAKE) fuzz-regress
 	$(MAKE) integration
 
 asan: deps
@@ -129,3 +130,4 @@ clean:
 
 -include packaging/packaging.mk
 -include tests/bench/bench.mk
+-include tests/fuzz/fuzz.mk

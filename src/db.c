@@ -107,28 +107,14 @@ const char *db_error_code(int rc)
     }
 }
 
-static int user_version(sqlite3 *db, int *v)
+/* One integer from a one-row query; the SQLite result code. */
+static int query_int(sqlite3 *db, const char *sql, int *v)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 
     if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         *v = sqlite3_column_int(st, 0);
-        rc = SQLITE_OK;
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
-/* Does this look like a database some other program owns? An empty file
- * (version 0, no tables) is ours to initialise. */
-static int foreign_tables(sqlite3 *db, int *n)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL);
-
-    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        *n = sqlite3_column_int(st, 0);
         rc = SQLITE_OK;
     }
     sqlite3_finalize(st);
@@ -140,7 +126,7 @@ static int migrate(sqlite3 *db, const char *path, char *err, size_t errlen)
     int v = 0, ntab = 0, rc;
     char sql[64];
 
-    rc = user_version(db, &v);
+    rc = query_int(db, "PRAGMA user_version", &v);
     if (rc != SQLITE_OK) {
         snprintf(err, errlen, "%s: cannot read database (%s); refusing to start, file left untouched",
                  path, sqlite3_errstr(rc));
@@ -154,7 +140,9 @@ static int migrate(sqlite3 *db, const char *path, char *err, size_t errlen)
         return -1;
     }
     if (v == 0) {
-        rc = foreign_tables(db, &ntab);
+        /* an empty file (version 0, no tables) is ours to initialise; tables
+         * without our version belong to some other program */
+        rc = query_int(db, "SELECT count(*) FROM sqlite_master", &ntab);
         if (rc != SQLITE_OK || ntab > 0) {
             snprintf(err, errlen, "%s: %s; refusing to start, file left untouched", path,
                      rc != SQLITE_OK ? sqlite3_errstr(rc) : "database has tables but no hookd schema version");

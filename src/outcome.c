@@ -83,11 +83,13 @@ enum errclass outcome_errclass_from_curl(int curlcode)
     case CURLE_QUIC_CONNECT_ERROR:
     case CURLE_BAD_CONTENT_ENCODING:
     case CURLE_SEND_FAIL_REWIND:
+    /* curl 7.88 answers a single response header line over 100 KB with
+     * "out of memory": in practice that is the receiver's doing, not ours */
+    case CURLE_OUT_OF_MEMORY:
         return ERRC_IO;
 
     /* Our own misuse of curl or resource exhaustion: the URL was validated
      * before, so curl refusing it also means our check and curl disagree. */
-    case CURLE_OUT_OF_MEMORY:
     case CURLE_BAD_FUNCTION_ARGUMENT:
     case CURLE_FAILED_INIT:
     case CURLE_NOT_BUILT_IN:

@@ -101,40 +101,85 @@ static const char *skip_value(const char *p, const char *e)
     return NULL;
 }
 
-int proto_find_member(const char *json, size_t len, const char *key, const char **start,
-                      size_t *vlen)
+/* Walk the top-level members of a JSON object text already known to be
+ * valid: fn(ctx, raw name with quotes, its length, raw value, its length);
+ * a non-zero return stops the walk and is returned. */
+static int each_member(const char *json, size_t len,
+                       int (*fn)(void *ctx, const char *k, size_t klen, const char *v, size_t vlen),
+                       void *ctx)
 {
     const char *p = json, *e = json + len, *k, *ke, *v, *ve;
-    size_t klen = strlen(key);
+    int rc;
 
     p = skip_ws(p, e);
     if (p >= e || *p != '{')
-        return -1;
+        return 0;
     p = skip_ws(p + 1, e);
     while (p < e && *p == '"') {
-        k = p + 1;
+        k = p;
         ke = skip_string(p, e);
         if (!ke)
-            return -1;
+            return 0;
         p = skip_ws(ke, e);
         if (p >= e || *p != ':')
-            return -1;
+            return 0;
         v = skip_ws(p + 1, e);
         ve = skip_value(v, e);
         if (!ve)
-            return -1;
-        if ((size_t)(ke - 1 - k) == klen && memcmp(k, key, klen) == 0) {
-            *start = v;
-            *vlen = (size_t)(ve - v);
             return 0;
-        }
+        if ((rc = fn(ctx, k, (size_t)(ke - k), v, (size_t)(ve - v))) != 0)
+            return rc;
         p = skip_ws(ve, e);
         if (p < e && *p == ',')
             p = skip_ws(p + 1, e);
         else
             break;
     }
-    return -1;
+    return 0;
+}
+
+struct find_ctx {
+    const char *key;
+    size_t klen;
+    const char *start;
+    size_t vlen;
+};
+
+static int find_fn(void *arg, const char *k, size_t klen, const char *v, size_t vlen)
+{
+    struct find_ctx *f = arg;
+
+    if (klen != f->klen + 2 || memcmp(k + 1, f->key, f->klen) != 0)
+        return 0;
+    f->start = v;
+    f->vlen = vlen;
+    return 1;
+}
+
+int proto_find_member(const char *json, size_t len, const char *key, const char **start,
+                      size_t *vlen)
+{
+    struct find_ctx f = {key, strlen(key), NULL, 0};
+
+    if (each_member(json, len, find_fn, &f) != 1)
+        return -1;
+    *start = f.start;
+    *vlen = f.vlen;
+    return 0;
+}
+
+static int escaped_fn(void *ctx, const char *k, size_t klen, const char *v, size_t vlen)
+{
+    (void)ctx;
+    (void)v;
+    (void)vlen;
+    return memchr(k, '\\', klen) != NULL;
+}
+
+/* Does any top-level member name contain a backslash escape? */
+static int escaped_member_name(const char *json, size_t len)
+{
+    return each_member(json, len, escaped_fn, NULL);
 }
 
 /* Does the raw JSON string literal at p (opening quote) contain an
@@ -151,37 +196,6 @@ static int raw_has_nul(const char *p, size_t n)
             p[i + 5] == '0')
             return 1;
         i++;  /* skip the escaped character */
-    }
-    return 0;
-}
-
-/* Does any top-level member name of this (valid JSON) object contain a
- * backslash escape? */
-static int escaped_member_name(const char *json, size_t len)
-{
-    const char *p = json, *e = json + len, *ke, *v;
-
-    p = skip_ws(p, e);
-    if (p >= e || *p != '{')
-        return 0;
-    p = skip_ws(p + 1, e);
-    while (p < e && *p == '"') {
-        ke = skip_string(p, e);
-        if (!ke)
-            return 0;
-        if (memchr(p, '\\', (size_t)(ke - p)))
-            return 1;
-        p = skip_ws(ke, e);
-        if (p >= e || *p != ':')
-            return 0;
-        v = skip_value(skip_ws(p + 1, e), e);
-        if (!v)
-            return 0;
-        p = skip_ws(v, e);
-        if (p < e && *p == ',')
-            p = skip_ws(p + 1, e);
-        else
-            break;
     }
     return 0;
 }

@@ -140,10 +140,27 @@ static void conn_reap(void)
     }
 }
 
+/* A dead connection's finished replies that nobody will read; requests
+ * still in a thread are dropped when they come back. */
+static void conn_drop_finished(struct conn *c)
+{
+    struct req *r;
+
+    while ((r = c->head) && r->done) {
+        c->head = r->fifo;
+        c->pending--;
+        proto_req_free(&r->p);
+        buf_free(&r->reply);
+        free(r);
+    }
+    if (!c->head)
+        c->tail = NULL;
+    if (c->pending == 0)
+        conn_bury(c);
+}
+
 static void conn_close(struct conn *c)
 {
-    struct req *r, *next;
-
     if (c->dead)
         return;
     epoll_ctl(S.ep, EPOLL_CTL_DEL, c->fd, NULL);
@@ -157,20 +174,7 @@ static void conn_close(struct conn *c)
     if (c->next)
         c->next->prev = c->prev;
     S.nconns--;
-    /* finished replies nobody will read; requests still in a thread are
-     * freed when they come back */
-    for (r = c->head; r && r->done; r = next) {
-        next = r->fifo;
-        c->head = next;
-        c->pending--;
-        proto_req_free(&r->p);
-        buf_free(&r->reply);
-        free(r);
-    }
-    if (!c->head)
-        c->tail = NULL;
-    if (c->pending == 0)
-        conn_bury(c);
+    conn_drop_finished(c);
 }
 
 static void conn_update_events(struct conn *c)
@@ -455,21 +459,8 @@ static void drain_completions(void)
         next = r->next;
         r->next = NULL;
         r->done = 1;
-        if (c->dead) {
-            /* its client is gone: drop this and any finished successors */
-            struct req *q;
-            while ((q = c->head) && q->done) {
-                c->head = q->fifo;
-                c->pending--;
-                proto_req_free(&q->p);
-                buf_free(&q->reply);
-                free(q);
-            }
-            if (!c->head)
-                c->tail = NULL;
-            if (c->pending == 0)
-                conn_bury(c);
-        }
+        if (c->dead)
+            conn_drop_finished(c);  /* its client is gone */
     }
 }
 
