@@ -19,6 +19,7 @@ import argparse
 import os
 import random
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -245,12 +246,12 @@ def run_corrupt(env, args, rnd):
 
 def run_starvation(env, args):
     d = env.hookd(endpoints={"a": tf.PARKED}, sections={"retention": {"checkpoint_interval": "200ms"}})
-    res = tf.starvation_scenario(d, hold=10.0, after=5.0)
+    res = tf.starvation_scenario(d, hold=10.0, after=5.0, size=300, max_wal=200 << 20)
     ok = (res["errors"] == 0 and res["wal_drop_s"] is not None and res["wal_max_late"] is not None
           and res["wal_max_late"] <= tf.WAL_BOUND and tf.integrity(d.db) == ["ok"])
     d.stop()
     mb = lambda v: "%.1f MB" % (v / 1e6) if v is not None else "-"  # noqa: E731
-    record("checkpoint starvation", "%d enqueues of 1 KB in 16 s" % res["enqueued"], "reader held 10 s",
+    record("checkpoint starvation", "%d enqueues of 300 B in 16 s" % res["enqueued"], "reader held 10 s",
            "-wal %s -> peak %s, drop after %.2f s, then <= %s" % (
                mb(res["wal_before"]), mb(res["wal_peak_held"]), res["wal_drop_s"] or -1, mb(res["wal_max_late"])),
            0, "-", ok, str(res))
@@ -271,6 +272,11 @@ def main():
     rnd = random.Random(args.seed)
     print("[chaos] hookd %s, seed %d" % (conftest.HOOKD_BIN, args.seed), flush=True)
     conftest.raise_nofile()
+
+    def on_term(signo, frame):
+        raise SystemExit(124)   # unwinds through the cleanups (daemons, mounts)
+
+    signal.signal(signal.SIGTERM, on_term)
     t0 = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="hookd-chaos"))
     steps = [("kills", run_kills), ("io", run_io), ("full", run_disk_full), ("corrupt", run_corrupt),
