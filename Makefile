@@ -131,3 +131,4 @@ clean:
 -include packaging/packaging.mk
 -include tests/bench/bench.mk
 -include tests/fuzz/fuzz.mk
+-include tests/fault/fault.mk

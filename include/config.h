@@ -51,6 +51,7 @@ struct config {
     /* [storage] */
     char *db_path;
     int synchronous;
+    int check_at_start;   /* 0 off, 1 quick_check, 2 integrity_check */
     int64_t busy_timeout_ms;
     int64_t batch_max;
     /* [server] */

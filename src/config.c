@@ -15,7 +15,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-enum cfg_type { T_STR, T_INT, T_DUR, T_SIZE, T_BOOL, T_SYNC, T_LEVEL, T_RATE };
+enum cfg_type { T_STR, T_INT, T_DUR, T_SIZE, T_BOOL, T_ENUM, T_RATE };
 
 struct cfg_def {
     const char *section;
@@ -25,7 +25,12 @@ struct cfg_def {
     int64_t min, max;      /* bounds in base units (ms, bytes, count) */
     const char *dflt;
     const char *help;
+    const char *const *names;  /* T_ENUM: the values, NULL terminated */
 };
+
+static const char *const sync_names[] = {"off", "normal", "full", "extra", NULL};
+static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
+static const char *const check_names[] = {"off", "quick", "full", NULL};
 
 #define C(f) offsetof(struct config, f)
 #define D(f) (offsetof(struct config, dflt) + offsetof(struct ep_settings, f))
@@ -35,56 +40,57 @@ struct cfg_def {
 /* Section "delivery"/"breaker" entries whose offset lies inside dflt are
  * also the per-endpoint overridable keys (see ep_keys below). */
 static const struct cfg_def cfg_table[] = {
-    {"storage", "path", T_STR, C(db_path), 0, 0, "./var/hookd.db", "database file (WAL mode)"},
-    {"storage", "synchronous", T_SYNC, C(synchronous), 0, 3, "full", "off|normal|full|extra; full survives power loss"},
-    {"storage", "busy_timeout", T_DUR, C(busy_timeout_ms), 0, 60000, "5s", "wait for a lock before failing"},
-    {"storage", "batch_max", T_INT, C(batch_max), 1, 100000, "1000", "rows per group-commit transaction"},
+    {"storage", "path", T_STR, C(db_path), 0, 0, "./var/hookd.db", "database file (WAL mode)", NULL},
+    {"storage", "synchronous", T_ENUM, C(synchronous), 0, 3, "full", "off|normal|full|extra; full survives power loss", sync_names},
+    {"storage", "check_at_start", T_ENUM, C(check_at_start), 0, 2, "quick", "off|quick|full: integrity check before serving", check_names},
+    {"storage", "busy_timeout", T_DUR, C(busy_timeout_ms), 0, 60000, "5s", "wait for a lock before failing", NULL},
+    {"storage", "batch_max", T_INT, C(batch_max), 1, 100000, "1000", "rows per group-commit transaction", NULL},
 
-    {"server", "socket", T_STR, C(socket_path), 0, 0, "./var/run/hookd.sock", "control socket; its directory is created 0750"},
-    {"server", "group", T_STR, C(group), 0, 0, "", "group owning socket and directory (empty: hookd's)"},
-    {"server", "admin_uids", T_STR, C(admin_uids), 0, 0, "", "extra users (names or uids) allowed admin requests"},
-    {"server", "admin_groups", T_STR, C(admin_groups), 0, 0, "", "groups (names or gids) allowed admin requests"},
-    {"server", "max_payload", T_SIZE, C(max_payload), 16, 16 << 20, "256KiB", "largest payload accepted"},
-    {"server", "max_line", T_SIZE, C(max_line), 1024, 64 << 20, "1MiB", "longest request line (must exceed max_payload)"},
-    {"server", "max_clients", T_INT, C(max_clients), 1, 1000000, "10000", "concurrent socket clients"},
+    {"server", "socket", T_STR, C(socket_path), 0, 0, "./var/run/hookd.sock", "control socket; its directory is created 0750", NULL},
+    {"server", "group", T_STR, C(group), 0, 0, "", "group owning socket and directory (empty: hookd's)", NULL},
+    {"server", "admin_uids", T_STR, C(admin_uids), 0, 0, "", "extra users (names or uids) allowed admin requests", NULL},
+    {"server", "admin_groups", T_STR, C(admin_groups), 0, 0, "", "groups (names or gids) allowed admin requests", NULL},
+    {"server", "max_payload", T_SIZE, C(max_payload), 16, 16 << 20, "256KiB", "largest payload accepted", NULL},
+    {"server", "max_line", T_SIZE, C(max_line), 1024, 64 << 20, "1MiB", "longest request line (must exceed max_payload)", NULL},
+    {"server", "max_clients", T_INT, C(max_clients), 1, 1000000, "10000", "concurrent socket clients", NULL},
 
-    {"delivery", "workers", T_INT, C(workers), 0, 64, "0", "delivery threads; 0 = number of cores"},
-    {"delivery", "max_in_flight_per_endpoint", T_INT, D(max_in_flight), 1, 100000, "32", "concurrent requests per endpoint"},
-    {"delivery", "timeout", T_DUR, D(timeout_ms), 1, 600000, "15s", "total time of one attempt"},
-    {"delivery", "connect_timeout", T_DUR, D(connect_timeout_ms), 1, 600000, "5s", "TCP + TLS connect time"},
-    {"delivery", "base_delay", T_DUR, D(base_delay_ms), 1, 30 * DAY, "30s", "backoff base: uniform(0, min(base*2^n, max))"},
-    {"delivery", "max_delay", T_DUR, D(max_delay_ms), 1, 30 * DAY, "1h", "backoff cap"},
-    {"delivery", "max_attempts", T_INT, D(max_attempts), 1, 1000, "5", "attempts before dead letter"},
-    {"delivery", "allow_networks", T_STR, C(allow_networks), 0, 0, "", "CIDRs deliveries may reach despite the SSRF guard"},
-    {"delivery", "ca_file", T_STR, C(ca_file), 0, 0, "", "CA bundle for HTTPS (empty: system default)"},
-    {"delivery", "shutdown_grace", T_DUR, C(shutdown_grace_ms), 0, 600000, "10s", "on SIGTERM, time for transfers to finish"},
-    {"delivery", "claim_batch", T_INT, C(claim_batch), 1, 100000, "1024", "rows claimed per writer round"},
-    {"delivery", "rate", T_RATE, D(rate_per_sec), 0, 0, "0", "default per-endpoint rate (N/s, N/m; 0 unlimited)"},
-    {"delivery", "burst", T_INT, D(burst), 0, 1000000, "0", "token bucket size (0: one second of rate)"},
+    {"delivery", "workers", T_INT, C(workers), 0, 64, "0", "delivery threads; 0 = number of cores", NULL},
+    {"delivery", "max_in_flight_per_endpoint", T_INT, D(max_in_flight), 1, 100000, "32", "concurrent requests per endpoint", NULL},
+    {"delivery", "timeout", T_DUR, D(timeout_ms), 1, 600000, "15s", "total time of one attempt", NULL},
+    {"delivery", "connect_timeout", T_DUR, D(connect_timeout_ms), 1, 600000, "5s", "TCP + TLS connect time", NULL},
+    {"delivery", "base_delay", T_DUR, D(base_delay_ms), 1, 30 * DAY, "30s", "backoff base: uniform(0, min(base*2^n, max))", NULL},
+    {"delivery", "max_delay", T_DUR, D(max_delay_ms), 1, 30 * DAY, "1h", "backoff cap", NULL},
+    {"delivery", "max_attempts", T_INT, D(max_attempts), 1, 1000, "5", "attempts before dead letter", NULL},
+    {"delivery", "allow_networks", T_STR, C(allow_networks), 0, 0, "", "CIDRs deliveries may reach despite the SSRF guard", NULL},
+    {"delivery", "ca_file", T_STR, C(ca_file), 0, 0, "", "CA bundle for HTTPS (empty: system default)", NULL},
+    {"delivery", "shutdown_grace", T_DUR, C(shutdown_grace_ms), 0, 600000, "10s", "on SIGTERM, time for transfers to finish", NULL},
+    {"delivery", "claim_batch", T_INT, C(claim_batch), 1, 100000, "1024", "rows claimed per writer round", NULL},
+    {"delivery", "rate", T_RATE, D(rate_per_sec), 0, 0, "0", "default per-endpoint rate (N/s, N/m; 0 unlimited)", NULL},
+    {"delivery", "burst", T_INT, D(burst), 0, 1000000, "0", "token bucket size (0: one second of rate)", NULL},
 
-    {"breaker", "failure_threshold", T_INT, D(failure_threshold), 1, 1000000, "10", "consecutive failures that open the breaker"},
-    {"breaker", "cooldown", T_DUR, D(cooldown_ms), 1, 30 * DAY, "5m", "first open period"},
-    {"breaker", "max_cooldown", T_DUR, D(max_cooldown_ms), 1, 30 * DAY, "1h", "cap of the doubling open period"},
+    {"breaker", "failure_threshold", T_INT, D(failure_threshold), 1, 1000000, "10", "consecutive failures that open the breaker", NULL},
+    {"breaker", "cooldown", T_DUR, D(cooldown_ms), 1, 30 * DAY, "5m", "first open period", NULL},
+    {"breaker", "max_cooldown", T_DUR, D(max_cooldown_ms), 1, 30 * DAY, "1h", "cap of the doubling open period", NULL},
 
-    {"latency", "window", T_DUR, C(latency_window_ms), 60000, 90 * DAY, "24h", "latency ring buffer window"},
-    {"latency", "rollup_interval", T_DUR, C(rollup_interval_ms), 100, DAY, "60s", "p50/p95/p99 rollup period"},
-    {"latency", "slow_scan_interval", T_DUR, C(slow_scan_interval_ms), 100, DAY, "15m", "slow endpoint scan period"},
-    {"latency", "slow_p95", T_DUR, C(slow_p95_ms), 1, HOUR, "2000ms", "p95 above this is logged as slow"},
-    {"latency", "critical_p95", T_DUR, C(critical_p95_ms), 1, HOUR, "5000ms", "p95 above this halves the failure threshold"},
-    {"latency", "min_samples", T_INT, C(min_samples), 1, 1000000, "20", "samples needed before judging p95"},
+    {"latency", "window", T_DUR, C(latency_window_ms), 60000, 90 * DAY, "24h", "latency ring buffer window", NULL},
+    {"latency", "rollup_interval", T_DUR, C(rollup_interval_ms), 100, DAY, "60s", "p50/p95/p99 rollup period", NULL},
+    {"latency", "slow_scan_interval", T_DUR, C(slow_scan_interval_ms), 100, DAY, "15m", "slow endpoint scan period", NULL},
+    {"latency", "slow_p95", T_DUR, C(slow_p95_ms), 1, HOUR, "2000ms", "p95 above this is logged as slow", NULL},
+    {"latency", "critical_p95", T_DUR, C(critical_p95_ms), 1, HOUR, "5000ms", "p95 above this halves the failure threshold", NULL},
+    {"latency", "min_samples", T_INT, C(min_samples), 1, 1000000, "20", "samples needed before judging p95", NULL},
 
-    {"health", "summary_interval", T_DUR, C(summary_interval_ms), 100, DAY, "5m", "health summary log period"},
-    {"health", "oldest_pending_alert", T_DUR, C(oldest_pending_alert_ms), 1000, 30 * DAY, "30m", "warn when the oldest pending is older"},
+    {"health", "summary_interval", T_DUR, C(summary_interval_ms), 100, DAY, "5m", "health summary log period", NULL},
+    {"health", "oldest_pending_alert", T_DUR, C(oldest_pending_alert_ms), 1000, 30 * DAY, "30m", "warn when the oldest pending is older", NULL},
 
-    {"retention", "delivered", T_DUR, C(keep_delivered_ms), 60000, 3650 * DAY, "7d", "keep delivered rows this long"},
-    {"retention", "dead_letter", T_DUR, C(keep_dead_letter_ms), 60000, 3650 * DAY, "30d", "keep dead letters this long"},
-    {"retention", "chunk", T_INT, C(cleanup_chunk), 10, 1000000, "2000", "rows deleted per cleanup step"},
-    {"retention", "checkpoint_interval", T_DUR, C(checkpoint_interval_ms), 100, HOUR, "10s", "WAL checkpoint period"},
+    {"retention", "delivered", T_DUR, C(keep_delivered_ms), 60000, 3650 * DAY, "7d", "keep delivered rows this long", NULL},
+    {"retention", "dead_letter", T_DUR, C(keep_dead_letter_ms), 60000, 3650 * DAY, "30d", "keep dead letters this long", NULL},
+    {"retention", "chunk", T_INT, C(cleanup_chunk), 10, 1000000, "2000", "rows deleted per cleanup step", NULL},
+    {"retention", "checkpoint_interval", T_DUR, C(checkpoint_interval_ms), 100, HOUR, "10s", "WAL checkpoint period", NULL},
 
-    {"metrics", "file", T_STR, C(metrics_file), 0, 0, "", "Prometheus textfile (empty: off)"},
-    {"metrics", "interval", T_DUR, C(metrics_interval_ms), 1000, HOUR, "15s", "metrics file rewrite period"},
+    {"metrics", "file", T_STR, C(metrics_file), 0, 0, "", "Prometheus textfile (empty: off)", NULL},
+    {"metrics", "interval", T_DUR, C(metrics_interval_ms), 1000, HOUR, "15s", "metrics file rewrite period", NULL},
 
-    {"log", "level", T_LEVEL, C(log_level), 0, 3, "info", "error|warn|info|debug"},
+    {"log", "level", T_ENUM, C(log_level), 0, 3, "info", "error|warn|info|debug", level_names},
 };
 #define CFG_N (sizeof cfg_table / sizeof cfg_table[0])
 
@@ -127,8 +133,6 @@ static int parse_rate(const char *v, double *out)
     return 0;
 }
 
-static const char *const sync_names[] = {"off", "normal", "full", "extra"};
-static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
 /* Parse value per d into base (struct config or the ep_settings, offset
  * adjusted by the caller). */
@@ -171,15 +175,18 @@ static int set_value(const struct cfg_def *d, char *base, const char *v, char *e
             goto bad;
         *(int *)(base + d->off) = b;
         return 0;
-    case T_SYNC:
-    case T_LEVEL: {
-        const char *const *names = d->type == T_SYNC ? sync_names : level_names;
-        for (i = 0; i < 4; i++)
-            if (strcasecmp(v, names[i]) == 0) {
+    case T_ENUM: {
+        static char choices[128];
+        for (i = 0; d->names[i]; i++)
+            if (strcasecmp(v, d->names[i]) == 0) {
                 *(int *)(base + d->off) = i;
                 return 0;
             }
-        what = d->type == T_SYNC ? "one of off, normal, full, extra" : "one of error, warn, info, debug";
+        choices[0] = '\0';
+        for (i = 0; d->names[i]; i++)
+            snprintf(choices + strlen(choices), sizeof choices - strlen(choices), "%s%s", i ? ", " : "one of ",
+                     d->names[i]);
+        what = choices;
         goto bad;
     }
     case T_RATE: {
@@ -561,11 +568,8 @@ static void fmt_value(const struct cfg_def *d, const char *base, char *out, size
     case T_BOOL:
         snprintf(out, n, "%s", *(const int *)(base + d->off) ? "yes" : "no");
         break;
-    case T_SYNC:
-        snprintf(out, n, "%s", sync_names[*(const int *)(base + d->off)]);
-        break;
-    case T_LEVEL:
-        snprintf(out, n, "%s", level_names[*(const int *)(base + d->off)]);
+    case T_ENUM:
+        snprintf(out, n, "%s", d->names[*(const int *)(base + d->off)]);
         break;
     case T_RATE:
         snprintf(out, n, "%g/s", *(const double *)(base + d->off));

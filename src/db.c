@@ -3,6 +3,7 @@
 #include "log.h"
 #include "proto.h"
 #include "schema_sql.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -121,6 +122,43 @@ static int query_int(sqlite3 *db, const char *sql, int *v)
     return rc;
 }
 
+/* SQLite reads pages lazily: a damaged page in the middle of the file
+ * would only be found later, by a claim, and then every restart would
+ * fail the same way. Look at every page once, before serving. */
+static int check_integrity(sqlite3 *db, const struct config *c, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    const char *sql = c->check_at_start == 2 ? "PRAGMA integrity_check(5)" : "PRAGMA quick_check(5)";
+    int64_t t0 = util_mono_ms();
+    int rc, bad = 0;
+    char first[200] = "";
+
+    if (c->check_at_start == 0)
+        return 0;
+    rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+        if ((rc = sqlite3_step(st)) != SQLITE_ROW)
+            break;
+        const char *line = (const char *)sqlite3_column_text(st, 0);
+        if (line && strcmp(line, "ok") != 0) {
+            if (!bad)
+                util_strlcpy(first, line, sizeof first);
+            bad++;
+        }
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE || bad) {
+        snprintf(err, errlen,
+                 "%s: the database is damaged (%s); refusing to start, file left untouched "
+                 "(restore a backup, or inspect with sqlite3 .recover)",
+                 c->db_path, bad ? first : sqlite3_errstr(rc));
+        return -1;
+    }
+    log_info("integrity_checked", "mode=%s duration_ms=%lld", c->check_at_start == 2 ? "full" : "quick",
+             (long long)(util_mono_ms() - t0));
+    return 0;
+}
+
 static int migrate(sqlite3 *db, const char *path, char *err, size_t errlen)
 {
     int v = 0, ntab = 0, rc;
@@ -187,7 +225,9 @@ int db_open_writer(const struct config *c, sqlite3 **out, char *err, size_t errl
     }
     sqlite3_extended_result_codes(db, 1);
     sqlite3_busy_timeout(db, (int)c->busy_timeout_ms);
-    /* the version check comes before anything that could write */
+    /* the checks come before anything that could write */
+    if (check_integrity(db, c, err, errlen) < 0)
+        goto fail;
     if (migrate(db, c->db_path, err, errlen) < 0)
         goto fail;
     rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
