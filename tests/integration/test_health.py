@@ -236,6 +236,43 @@ def test_breaker_default_threshold_exactly_10_then_silent_then_one_probe(hookd, 
     assert all(x["level"] == "warn" for x in t), t
 
 
+def test_breaker_trip_with_many_in_flight_logs_once_then_silent(hookd, receiver):
+    """30 messages in flight at once (default max_in_flight 32) all fail:
+    the breaker opens at the 10th failure and the 20 late failures do not
+    open it again (one transition logged); nothing more is sent during the
+    cooldown; then one probe, alone."""
+    rcv = receiver(Reply(500, delay=0.2))
+    d = hookd(endpoints={"a": ep(rcv, max_attempts=1000, base_delay="1ms", max_delay="10ms")},
+              sections=sections({"breaker": {"cooldown": "1500ms", "max_cooldown": "8s"}}))
+    with d.client() as c:
+        ids = [r["id"] for r in c.pipeline([{"op": "enqueue", "endpoint": "a", "payload": {"i": i}}
+                                            for i in range(30)])]
+    rcv.wait_for(30, timeout=5)
+    wait_until(lambda: state(d, "a") == "open", 5, msg="open")
+    h = health(d, "a")
+    opened = h["opened_at"] / 1000.0
+    t = events(d, "breaker_transition", endpoint="a")
+    assert [(x["from"], x["to"], x["failures"]) for x in t] == [("closed", "open", "10")], t
+    time.sleep(max(0.0, opened + 1.5 - 0.25 - time.time()))
+    # retries claimed while fewer than 10 results were in (zero backoff
+    # is possible) may still be on the wire when it opens; nothing may
+    # leave after that
+    before = rcv.snapshot()
+    late = [r for r in before if r.t_wall > opened + 0.05]
+    assert not late, "%d requests sent during the cooldown (%s s after opening)" % (
+        len(late), ["%.3f" % (r.t_wall - opened) for r in late])
+    assert all(r.t_done for r in before), "requests still unanswered"
+    n = len(before)
+    assert len(events(d, "breaker_transition", endpoint="a")) == 1, "late failures logged another transition"
+    rcv.set(Reply(200, delay=0.4))
+    probe = rcv.wait_for(n + 1, timeout=5)[n]
+    time.sleep(0.3)
+    assert rcv.count() == n + 1, "%d requests beside the half-open probe" % (rcv.count() - n - 1)
+    wait_all_done(d, ids)
+    assert rcv.count() == n + 30 and rcv.snapshot()[n + 1].t >= probe.t_done - 0.01
+    assert transitions(d, "a") == [("closed", "open"), ("open", "half_open"), ("half_open", "closed")]
+
+
 def test_breaker_cooldown_doubles_caps_and_resets_each_transition_logged_once(hookd, receiver):
     """Failed probes double the cooldown up to max_cooldown; a success closes;
     a fresh trip starts again at the base cooldown. Every transition is
@@ -563,10 +600,9 @@ def test_rollup_percentiles_and_slow_endpoints(hookd, receiver):
     # "p95 > N": strictly above the threshold
     assert [x["name"] for x in cli_json(d, "slow", "--p95-ms", p95 - 1)["endpoints"]] == ["slow"]
     assert cli_json(d, "slow", "--p95-ms", p95)["endpoints"] == [], "p95 == N is not above N"
-    wait_until(lambda: events(d, "endpoint_slow", endpoint="slow"), 3, msg="endpoint_slow logged")
+    e = wait_until(lambda: events(d, "endpoint_slow", endpoint="slow", samples=8), 3, msg="endpoint_slow logged")[-1]
+    assert e["p95_ms"] == str(p95) and e["threshold_ms"] == "100", e
     assert not events(d, "endpoint_slow", endpoint="fast") and not events(d, "endpoint_slow", endpoint="few")
-    e = events(d, "endpoint_slow", endpoint="slow")[-1]
-    assert e["p95_ms"] == str(p95) and e["samples"] == "8", e
     ep_list = d.endpoints()
     assert ep_list["slow"]["p95_ms"] == p95 and ep_list["slow"]["sample_count"] == 8, ep_list["slow"]
 
@@ -611,7 +647,7 @@ def test_health_summary_and_the_three_alerts(hookd, receiver):
     n = len(events(d, "health_summary"))
     time.sleep(1.5)
     k = len(events(d, "health_summary")) - n
-    assert 3 <= k <= 7, "%d summaries in 1.5s with summary_interval 300ms" % k
+    assert 2 <= k <= 8, "%d summaries in 1.5s with summary_interval 300ms" % k
 
 
 # ================================================================ metrics
