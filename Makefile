@@ -57,7 +57,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 # Build and test packages; `deps` installs only what is missing.
 DEB_BUILD_DEPS := gcc make libc6-dev pkg-config libsqlite3-dev libcurl4-openssl-dev \
                   libmbedtls-dev libcjson-dev libinih-dev
-DEB_TEST_DEPS  := libcmocka-dev python3 python3-pytest openssl nginx-light wrk
+DEB_TEST_DEPS  := libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: all deps run test unit integration asan clean bench check-deps
@@ -132,3 +132,4 @@ clean:
 -include tests/bench/bench.mk
 -include tests/fuzz/fuzz.mk
 -include tests/fault/fault.mk
+-include tests/bench/stall.mk

@@ -87,6 +87,7 @@ struct config {
     int64_t keep_delivered_ms;
     int64_t keep_dead_letter_ms;
     int64_t cleanup_chunk;
+    int64_t cleanup_interval_ms;
     int64_t checkpoint_interval_ms;
     /* [metrics] */
     char *metrics_file;

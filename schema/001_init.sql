@@ -57,7 +57,8 @@ CREATE TABLE endpoint_latency (
     error_class TEXT,
     measured_at INTEGER NOT NULL
 );
-CREATE INDEX idx_latency_endpoint ON endpoint_latency (endpoint_id, measured_at);
+-- covering: the percentile rollup reads response_ms from the index alone
+CREATE INDEX idx_latency_endpoint ON endpoint_latency (endpoint_id, measured_at, response_ms);
 CREATE INDEX idx_latency_time ON endpoint_latency (measured_at);
 
 CREATE TABLE endpoint_health (

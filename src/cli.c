@@ -1212,7 +1212,7 @@ static void show_slow(const cJSON *r, const struct args *a)
 
     if (cJSON_GetArraySize(eps) == 0) {
         fmt_ms(jget(r, "p95_ms"), th, sizeof th);
-        printf("no endpoints with p95 at or above %s\n", th);
+        printf("no endpoints with p95 above %s\n", th);
         return;
     }
     if (table_row(&t, hdr) < 0)
@@ -1459,7 +1459,7 @@ static const struct cmd commands[] = {
            "Dead letters per endpoint over the last N hours (default 24).", "dead_letters",
            OB(O_HOURS), 0, 0, build_dead, show_dead),
     CLIENT("slow", 0, "slow [--p95-ms N]",
-           "Endpoints whose p95 latency is at or above N ms (default: configured).", "slow",
+           "Endpoints whose p95 latency is above N ms (default: configured).", "slow",
            OB(O_P95), 0, 0, build_slow, show_slow),
     CLIENT("metrics", 0, "metrics", "Print Prometheus metrics.", "metrics", 0, 0, 0, build_none,
            show_metrics),

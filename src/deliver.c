@@ -360,7 +360,13 @@ static void finish_transfer(struct dthread *t, struct xfer *x, CURLcode rc)
     } else {
         j->http_status = 0;
         j->errc = outcome_errclass_from_curl((int)rc);
-        util_strlcpy(j->error, x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc), sizeof j->error);
+        /* timeouts and refused connects: curl's detail carries elapsed
+         * times and byte counts, which would make every dead letter's
+         * error unique; the dead-letter analysis groups by this text */
+        if (j->errc == ERRC_TIMEOUT || j->errc == ERRC_CONNECT || !x->errbuf[0])
+            util_strlcpy(j->error, curl_easy_strerror(rc), sizeof j->error);
+        else
+            util_strlcpy(j->error, x->errbuf, sizeof j->error);
         printable(j->error);
     }
     curl_multi_remove_handle(t->multi, x->easy);

@@ -740,16 +740,15 @@ static int64_t round_ms(double v)
 static void task_rollup(struct reader *rd, int64_t window_ms)
 {
     struct writer_rollup *v = NULL;
-    size_t n = 0, cap = 0;
+    size_t n = 0, cap = 0, i;
     sqlite3_stmt *ids = stmt(rd, RS_EP_IDS), *lat;
     int64_t t0 = util_mono_ms(), since = util_now_ms() - window_ms, total = 0;
     int rc;
 
-    if (snap_begin(rd) < 0)
-        goto fail;
+    /* no snapshot over the whole rollup: each endpoint's read is its own
+     * short read transaction, so the writer's checkpoints can reset the
+     * WAL between them even when the window holds millions of rows */
     while ((rc = sqlite3_step(ids)) == SQLITE_ROW) {
-        struct writer_rollup *x;
-        size_t k = 0;
         if (n == cap) {
             size_t nc = cap ? cap * 2 : 32;
             struct writer_rollup *nv = realloc(v, nc * sizeof *v);
@@ -758,9 +757,15 @@ static void task_rollup(struct reader *rd, int64_t window_ms)
             v = nv;
             cap = nc;
         }
-        x = &v[n];
-        memset(x, 0, sizeof *x);
-        x->endpoint_id = sqlite3_column_int64(ids, 0);
+        memset(&v[n], 0, sizeof v[n]);
+        v[n++].endpoint_id = sqlite3_column_int64(ids, 0);
+    }
+    sqlite3_reset(ids);
+    if (rc != SQLITE_DONE)
+        goto fail;
+    for (i = 0; i < n; i++) {
+        struct writer_rollup *x = &v[i];
+        size_t k = 0;
         lat = stmt(rd, RS_LATENCY);
         sqlite3_bind_int64(lat, 1, x->endpoint_id);
         sqlite3_bind_int64(lat, 2, since);
@@ -788,12 +793,7 @@ static void task_rollup(struct reader *rd, int64_t window_ms)
         }
         x->samples = (int64_t)k;
         total += (int64_t)k;
-        n++;
     }
-    if (rc != SQLITE_DONE)
-        goto fail;
-    sqlite3_reset(ids);
-    snap_end(rd);
     log_debug("rollup", "endpoints=%zu samples=%lld duration_ms=%lld", n, (long long)total,
               (long long)(util_mono_ms() - t0));
     /* ownership of v moves to the writer */
@@ -802,7 +802,6 @@ static void task_rollup(struct reader *rd, int64_t window_ms)
 fail:
     log_warn("rollup_failed", "err=\"%s\"", sqlite3_errmsg(rd->db));
     sqlite3_reset(ids);
-    snap_end(rd);
     free(v);
 }
 

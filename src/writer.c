@@ -1121,7 +1121,7 @@ int writer_create(struct writer **out, const struct config *c, sqlite3 *db, char
                  "webhook-ids twice\"", (long long)recovered);
     cron_init(&w->sched, util_mono_ms());
     cron_add(&w->sched, "checkpoint", c->checkpoint_interval_ms, job_checkpoint, w);
-    cron_add(&w->sched, "cleanup", 60000, job_cleanup, w);
+    cron_add(&w->sched, "cleanup", c->cleanup_interval_ms, job_cleanup, w);
     cron_add(&w->sched, "rollup", c->rollup_interval_ms, job_rollup, w);
     cron_add(&w->sched, "slow_scan", c->slow_scan_interval_ms, job_slow_scan, w);
     cron_add(&w->sched, "health_summary", c->summary_interval_ms, job_summary, w);
