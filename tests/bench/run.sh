@@ -20,7 +20,7 @@ ENQ_CONNS=${BENCH_ENQ_CONNS:-4}
 ENQ_WINDOW=${BENCH_ENQ_WINDOW:-1000}
 ENQ_ROUNDS=${BENCH_ENQ_ROUNDS:-2}
 DEL_N=${BENCH_DEL_N:-200000}
-DEL_INFLIGHT=${BENCH_DEL_INFLIGHT:-256}
+DEL_INFLIGHT=${BENCH_DEL_INFLIGHT:-1024}
 LAT_RATE=${BENCH_LAT_RATE:-1000}
 LAT_SECS=${BENCH_LAT_SECS:-10}
 WRK_SECS=${BENCH_WRK_SECS:-10}
@@ -224,6 +224,25 @@ bench_delivery() {
   [ "$(kv db_delivered "$db")" = "$DEL_N" ] || log "  WARNING: only $(kv db_delivered "$db") of $DEL_N delivered"
   rm -f "$d"/hookd.db*
 
+  # The seed's run.sh preloads its rows and then times the workers; measure
+  # hookd the same way for that ratio: enqueue to a paused endpoint, resume,
+  # time from the resume to the last delivered_at.
+  log "delivery: $DEL_N messages preloaded (endpoint paused), then resumed: the seed's method"
+  local drain t0
+  d=$work/drain
+  write_conf "$d" '[delivery]' 'workers = 0' "max_in_flight_per_endpoint = $DEL_INFLIGHT" \
+    'allow_networks = 127.0.0.0/8' '[endpoint.nginx]' "url = http://127.0.0.1:$port/hook" 'paused = yes'
+  start_hookd "$d"
+  bg out "$BIN/loadgen" enqueue -s "$d/hookd.sock" -e nginx -c 4 -n "$DEL_N" -w 1000 -t p ||
+    { log "enqueue failed: $out"; exit 1; }
+  t0=$(date +%s%3N)
+  "$HOOKD" resume nginx -s "$d/hookd.sock" >/dev/null
+  bg w "$BIN/dbreport" wait "$d/hookd.db" "$DEL_N" 600 || log "  WARNING: not all delivered: $w"
+  stop_pid "$HOOKD_PID"
+  drain=$("$BIN/dbreport" delivery "$d/hookd.db" "$t0") || true
+  log "  drain db: $drain"
+  rm -f "$d"/hookd.db*
+
   log "delivery: first-attempt latency at a steady $LAT_RATE/s for ${LAT_SECS}s"
   local steady lat rsteady nsteady fs rport w
   fs=$("$BIN/loadgen" fsync "$work/fsync.probe" -n 300)
@@ -274,10 +293,15 @@ bench_delivery() {
     "first send to last delivered_at; $(kv db_delivered "$db") delivered, $(kv db_attempts "$db") attempts"
   ratio=$(div "$hk" "$wrk_rate")
   row "delivery: ratio hookd / wrk" "$ratio" "$(verdict "$ratio" 0.25)"
+  local dr; dr=$(kv db_delivered_rate "$drain")
+  row "delivery: hookd delivered/s, preloaded then resumed" "$dr" \
+    "resume to last delivered_at; the seed's own method (rows first, then workers)"
   if [ -n "$seed_rate" ]; then
-    row "delivery: seed-postgres delivered/s (N=$SEED_N K=$SEED_K)" "$seed_rate" ""
+    row "delivery: seed-postgres delivered/s (N=$SEED_N K=$SEED_K)" "$seed_rate" "rows preloaded, then K workers"
+    ratio=$(div "$dr" "$seed_rate")
+    row "delivery: ratio hookd / seed (same method)" "$ratio" "$(verdict "$ratio" 100)"
     ratio=$(div "$hk" "$seed_rate")
-    row "delivery: ratio hookd / seed" "$ratio" "$(verdict "$ratio" 100)"
+    row "delivery: ratio hookd streamed / seed" "$ratio" "diagnostic: hookd also doing the enqueues"
   elif [ "$SEED" != 0 ]; then
     row "delivery: seed-postgres" "FAILED" "see the log above"
   else
