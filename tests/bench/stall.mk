@@ -3,7 +3,7 @@
 # top Makefile).
 #   make bench-stall     about 4-6 minutes; results in build/bench/stall.txt
 # Knobs (make VAR=... or environment): STALL_ROWS (per endpoint, 100000),
-# STALL_SECS (90), STALL_RATE (1000/s), STALL_KEEP=1.
+# STALL_SECS (60), STALL_RATE (1000/s), STALL_KEEP=1.
 
 STALL_BIN := $(BUILD)/bench/stall
 

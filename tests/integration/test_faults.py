@@ -91,9 +91,13 @@ class Faults:
 def preload_env(faults):
     """Environment for processes started inside the block (Daemon.start
     inherits os.environ)."""
-    saved = {k: os.environ.get(k) for k in ("LD_PRELOAD", "FAULTFS_CTL")}
+    saved = {k: os.environ.get(k) for k in ("LD_PRELOAD", "FAULTFS_CTL", "ASAN_OPTIONS")}
     os.environ["LD_PRELOAD"] = str(shim_path())
     os.environ["FAULTFS_CTL"] = str(faults.ctl)
+    # an ASan build (make asan) insists on being first in the library list;
+    # the shim only wraps libc file calls, so the order does not matter here
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    os.environ["ASAN_OPTIONS"] = (asan + ":" if asan else "") + "verify_asan_link_order=0"
     try:
         yield
     finally:
