@@ -1116,6 +1116,10 @@ int writer_create(struct writer **out, const struct config *c, sqlite3 *db, char
         goto dbfail;
     if (db_commit(db) < 0)
         goto dbfail;
+    /* a large -wal left by a crash or another tool would otherwise be
+     * checkpointed by the first commit, while clients wait for acks */
+    if (sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL) != SQLITE_OK)
+        log_warn("checkpoint_failed", "when=start err=\"%s\"", sqlite3_errmsg(db));
     if (recovered)
         log_warn("recovered_in_flight", "count=%lld note=\"returned to the queue; receivers may see these "
                  "webhook-ids twice\"", (long long)recovered);
