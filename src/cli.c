@@ -958,6 +958,66 @@ static void table_oom(void)
     fprintf(stderr, "hookd: out of memory formatting the reply\n");
 }
 
+/* One column of a list reply: where the value is (a member of the item,
+ * or of one of its objects) and how it is shown. */
+struct col {
+    const char *hdr;
+    const char *key;
+    const char *sub;   /* the item's object holding key, or NULL */
+    char kind;         /* 'v' value, 'm' milliseconds, 't' time, '#' row number */
+    size_t maxw;       /* cut longer values (0: no limit); --json has them whole */
+};
+
+#define COLS_MAX 16
+
+static void fmt_kind(char kind, const cJSON *x, char *out, size_t n)
+{
+    if (kind == 't')
+        fmt_time(x, out, n);
+    else if (kind == 'm')
+        fmt_ms(x, out, n);
+    else
+        fmt_val(x, out, n);
+}
+
+/* Print a JSON array of objects as an aligned table. */
+static void print_list(const cJSON *arr, const struct col *cols, size_t ncols)
+{
+    struct table t = {.ncols = ncols};
+    const char *row[COLS_MAX];
+    char cells[COLS_MAX][512];
+    const cJSON *it;
+    size_t i;
+    int n = 0;
+
+    for (i = 0; i < ncols; i++)
+        row[i] = cols[i].hdr;
+    if (table_row(&t, row) < 0)
+        goto nomem;
+    cJSON_ArrayForEach(it, arr) {
+        n++;
+        for (i = 0; i < ncols; i++) {
+            const struct col *c = &cols[i];
+            const cJSON *x = jget(c->sub ? jget(it, c->sub) : it, c->key);
+            if (c->kind == '#')
+                snprintf(cells[i], sizeof cells[i], "%d", n);
+            else
+                fmt_kind(c->kind, x, cells[i], sizeof cells[i]);
+            if (c->maxw > 3 && c->maxw < sizeof cells[i] && strlen(cells[i]) > c->maxw)
+                memcpy(cells[i] + c->maxw - 3, "...", 4);
+            row[i] = cells[i];
+        }
+        if (table_row(&t, row) < 0)
+            goto nomem;
+    }
+    table_print(&t, stdout);
+    table_free(&t);
+    return;
+nomem:
+    table_free(&t);
+    table_oom();
+}
+
 /* ---------- reply renderers ---------- */
 
 static void show_ping(const cJSON *r, const struct args *a)
@@ -1002,48 +1062,26 @@ static void show_get(const cJSON *r, const struct args *a)
         {"claimed_at", 't'},   {"delivered_at", 't'},    {"last_error", 'v'},
         {"last_status_code", 'v'}, {"last_response_ms", 'm'}, {"payload_bytes", 'v'},
     };
-    const cJSON *m = jget(r, "message"), *at, *it;
-    struct table t = {.ncols = 5};
+    static const struct col attempt_cols[] = {
+        {"#", NULL, NULL, '#', 0},
+        {"AT", "at", NULL, 't', 0},
+        {"STATUS", "status_code", NULL, 'v', 0},
+        {"RESPONSE", "response_ms", NULL, 'm', 0},
+        {"ERROR", "error_class", NULL, 'v', 0},
+    };
+    const cJSON *m = jget(r, "message"), *at;
     char v[512];
     size_t i;
-    int k = 0;
 
     for (i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        const cJSON *x = jget(m, rows[i].key);
-        if (rows[i].kind == 't')
-            fmt_time(x, v, sizeof v);
-        else if (rows[i].kind == 'm')
-            fmt_ms(x, v, sizeof v);
-        else
-            fmt_val(x, v, sizeof v);
+        fmt_kind(rows[i].kind, jget(m, rows[i].key), v, sizeof v);
         printf("%-17s %s\n", rows[i].key, v);
     }
     at = jget(m, "attempts");
     if (!cJSON_IsArray(at) || cJSON_GetArraySize(at) == 0)
         return;
     printf("\nattempts:\n");
-    {
-        const char *hdr[] = {"#", "AT", "STATUS", "RESPONSE", "ERROR"};
-        if (table_row(&t, hdr) < 0)
-            goto nomem;
-    }
-    cJSON_ArrayForEach(it, at) {
-        char n[16], when[40], st[32], resp[32], e[256];
-        const char *row[] = {n, when, st, resp, e};
-        snprintf(n, sizeof n, "%d", ++k);
-        fmt_time(jget(it, "at"), when, sizeof when);
-        fmt_val(jget(it, "status_code"), st, sizeof st);
-        fmt_ms(jget(it, "response_ms"), resp, sizeof resp);
-        fmt_val(jget(it, "error_class"), e, sizeof e);
-        if (table_row(&t, row) < 0)
-            goto nomem;
-    }
-    table_print(&t, stdout);
-    table_free(&t);
-    return;
-nomem:
-    table_free(&t);
-    table_oom();
+    print_list(at, attempt_cols, sizeof attempt_cols / sizeof attempt_cols[0]);
 }
 
 static void show_stats(const cJSON *r, const struct args *a)
@@ -1072,48 +1110,28 @@ static void show_stats(const cJSON *r, const struct args *a)
 
 static void show_endpoints(const cJSON *r, const struct args *a)
 {
-    static const char *const hdr[] = {"NAME", "STATE", "FAILS", "P50", "P95", "P99", "SAMPLES",
-                                      "PENDING", "RETRY", "INFLIGHT", "DEAD", "PAUSED", "URL"};
-    const cJSON *eps = jget(r, "endpoints"), *e;
-    struct table t = {.ncols = 13};
+    static const struct col cols[] = {
+        {"NAME", "name", NULL, 'v', 0},
+        {"STATE", "state", NULL, 'v', 0},
+        {"FAILS", "consecutive_failures", NULL, 'v', 0},
+        {"P50", "p50_ms", NULL, 'm', 0},
+        {"P95", "p95_ms", NULL, 'm', 0},
+        {"P99", "p99_ms", NULL, 'm', 0},
+        {"SAMPLES", "sample_count", NULL, 'v', 0},
+        {"PENDING", "pending", "queue", 'v', 0},
+        {"RETRY", "failed", "queue", 'v', 0},
+        {"INFLIGHT", "in_flight", "queue", 'v', 0},
+        {"DEAD", "dead_letter", "queue", 'v', 0},
+        {"PAUSED", "paused", NULL, 'v', 0},
+        {"URL", "url", NULL, 'v', 0},
+    };
+    const cJSON *eps = jget(r, "endpoints");
 
     if (cJSON_GetArraySize(eps) == 0) {
         printf("no endpoints\n");
         return;
     }
-    if (table_row(&t, hdr) < 0)
-        goto nomem;
-    cJSON_ArrayForEach(e, eps) {
-        const cJSON *q = jget(e, "queue");
-        char c[12][256], url[4096];
-        const char *row[13];
-        int i;
-
-        fmt_val(jget(e, "name"), c[0], sizeof c[0]);
-        fmt_val(jget(e, "state"), c[1], sizeof c[1]);
-        fmt_val(jget(e, "consecutive_failures"), c[2], sizeof c[2]);
-        fmt_ms(jget(e, "p50_ms"), c[3], sizeof c[3]);
-        fmt_ms(jget(e, "p95_ms"), c[4], sizeof c[4]);
-        fmt_ms(jget(e, "p99_ms"), c[5], sizeof c[5]);
-        fmt_val(jget(e, "sample_count"), c[6], sizeof c[6]);
-        fmt_val(jget(q, "pending"), c[7], sizeof c[7]);
-        fmt_val(jget(q, "failed"), c[8], sizeof c[8]);
-        fmt_val(jget(q, "in_flight"), c[9], sizeof c[9]);
-        fmt_val(jget(q, "dead_letter"), c[10], sizeof c[10]);
-        fmt_val(jget(e, "paused"), c[11], sizeof c[11]);
-        fmt_val(jget(e, "url"), url, sizeof url);
-        for (i = 0; i < 12; i++)
-            row[i] = c[i];
-        row[12] = url;
-        if (table_row(&t, row) < 0)
-            goto nomem;
-    }
-    table_print(&t, stdout);
-    table_free(&t);
-    return;
-nomem:
-    table_free(&t);
-    table_oom();
+    print_list(eps, cols, sizeof cols / sizeof cols[0]);
 }
 
 static void show_put(const cJSON *r, const struct args *a)
@@ -1162,10 +1180,17 @@ static void show_pause(const cJSON *r, const struct args *a)
 
 static void show_dead(const cJSON *r, const struct args *a)
 {
-    static const char *const hdr[] = {"ENDPOINT", "COUNT", "PRIMARY_ERROR", "STATUS",
-                                      "FIRST", "LAST", "AVG_ATTEMPTS"};
-    const cJSON *eps = jget(r, "endpoints"), *e;
-    struct table t = {.ncols = 7};
+    /* curl messages are long; the full text is in --json and `get` */
+    static const struct col cols[] = {
+        {"ENDPOINT", "endpoint", NULL, 'v', 0},
+        {"COUNT", "dead_count", NULL, 'v', 0},
+        {"PRIMARY_ERROR", "primary_error", NULL, 'v', 60},
+        {"STATUS", "primary_status_code", NULL, 'v', 0},
+        {"FIRST", "first_dead", NULL, 't', 0},
+        {"LAST", "last_dead", NULL, 't', 0},
+        {"AVG_ATTEMPTS", "avg_attempts", NULL, 'v', 0},
+    };
+    const cJSON *eps = jget(r, "endpoints");
     char h[32];
 
     if (cJSON_GetArraySize(eps) == 0) {
@@ -1173,41 +1198,20 @@ static void show_dead(const cJSON *r, const struct args *a)
         printf("no dead letters in the last %s hours\n", h);
         return;
     }
-    if (table_row(&t, hdr) < 0)
-        goto nomem;
-    cJSON_ArrayForEach(e, eps) {
-        char c[7][256];
-        const char *row[7];
-        int i;
-
-        fmt_val(jget(e, "endpoint"), c[0], sizeof c[0]);
-        fmt_val(jget(e, "dead_count"), c[1], sizeof c[1]);
-        fmt_val(jget(e, "primary_error"), c[2], sizeof c[2]);
-        /* curl messages are long; the full text is in --json and `get` */
-        if (strlen(c[2]) > 60)
-            memcpy(c[2] + 57, "...", 4);
-        fmt_val(jget(e, "primary_status_code"), c[3], sizeof c[3]);
-        fmt_time(jget(e, "first_dead"), c[4], sizeof c[4]);
-        fmt_time(jget(e, "last_dead"), c[5], sizeof c[5]);
-        fmt_val(jget(e, "avg_attempts"), c[6], sizeof c[6]);
-        for (i = 0; i < 7; i++)
-            row[i] = c[i];
-        if (table_row(&t, row) < 0)
-            goto nomem;
-    }
-    table_print(&t, stdout);
-    table_free(&t);
-    return;
-nomem:
-    table_free(&t);
-    table_oom();
+    print_list(eps, cols, sizeof cols / sizeof cols[0]);
 }
 
 static void show_slow(const cJSON *r, const struct args *a)
 {
-    static const char *const hdr[] = {"NAME", "P50", "P95", "P99", "SAMPLES", "STATE"};
-    const cJSON *eps = jget(r, "endpoints"), *e;
-    struct table t = {.ncols = 6};
+    static const struct col cols[] = {
+        {"NAME", "name", NULL, 'v', 0},
+        {"P50", "p50_ms", NULL, 'm', 0},
+        {"P95", "p95_ms", NULL, 'm', 0},
+        {"P99", "p99_ms", NULL, 'm', 0},
+        {"SAMPLES", "sample_count", NULL, 'v', 0},
+        {"STATE", "state", NULL, 'v', 0},
+    };
+    const cJSON *eps = jget(r, "endpoints");
     char th[32];
 
     if (cJSON_GetArraySize(eps) == 0) {
@@ -1215,30 +1219,7 @@ static void show_slow(const cJSON *r, const struct args *a)
         printf("no endpoints with p95 above %s\n", th);
         return;
     }
-    if (table_row(&t, hdr) < 0)
-        goto nomem;
-    cJSON_ArrayForEach(e, eps) {
-        char c[6][128];
-        const char *row[6];
-        int i;
-
-        fmt_val(jget(e, "name"), c[0], sizeof c[0]);
-        fmt_ms(jget(e, "p50_ms"), c[1], sizeof c[1]);
-        fmt_ms(jget(e, "p95_ms"), c[2], sizeof c[2]);
-        fmt_ms(jget(e, "p99_ms"), c[3], sizeof c[3]);
-        fmt_val(jget(e, "sample_count"), c[4], sizeof c[4]);
-        fmt_val(jget(e, "state"), c[5], sizeof c[5]);
-        for (i = 0; i < 6; i++)
-            row[i] = c[i];
-        if (table_row(&t, row) < 0)
-            goto nomem;
-    }
-    table_print(&t, stdout);
-    table_free(&t);
-    return;
-nomem:
-    table_free(&t);
-    table_oom();
+    print_list(eps, cols, sizeof cols / sizeof cols[0]);
 }
 
 static void show_metrics(const cJSON *r, const struct args *a)
