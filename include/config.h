@@ -16,6 +16,7 @@
 #define ENDPOINT_HEADER_MAX 1024
 #define ENDPOINT_TYPES_MAX 2048
 
+enum cfg_check { CFG_CHECK_OFF = 0, CFG_CHECK_QUICK, CFG_CHECK_FULL, CFG_CHECK_AUTO };
 enum cfg_sync { CFG_SYNC_OFF = 0, CFG_SYNC_NORMAL = 1, CFG_SYNC_FULL = 2, CFG_SYNC_EXTRA = 3 };
 
 /* Per-endpoint overridable settings; -1 (or < 0 rate) means "inherit". */
@@ -51,7 +52,8 @@ struct config {
     /* [storage] */
     char *db_path;
     int synchronous;
-    int check_at_start;   /* 0 off, 1 quick_check, 2 integrity_check */
+    int check_at_start;   /* enum cfg_check */
+    int64_t full_check_max;
     int64_t busy_timeout_ms;
     int64_t batch_max;
     /* [server] */

@@ -81,6 +81,9 @@ int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
 void proto_req_free(struct proto_req *req);
 
 const char *proto_op_name(enum proto_op op);
+/* The members op accepts besides "op", blank separated ("" none; NULL
+ * for endpoint.put, whose keys the endpoint parser checks). */
+const char *proto_op_fields(enum proto_op op);
 
 /* Reply helpers: append one complete line (with "\n") to out. */
 int proto_reply_error(struct buf *out, const char *code, const char *message);

@@ -30,7 +30,7 @@ struct cfg_def {
 
 static const char *const sync_names[] = {"off", "normal", "full", "extra", NULL};
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
-static const char *const check_names[] = {"off", "quick", "full", NULL};
+static const char *const check_names[] = {"off", "quick", "full", "auto", NULL};
 
 #define C(f) offsetof(struct config, f)
 #define D(f) (offsetof(struct config, dflt) + offsetof(struct ep_settings, f))
@@ -42,7 +42,8 @@ static const char *const check_names[] = {"off", "quick", "full", NULL};
 static const struct cfg_def cfg_table[] = {
     {"storage", "path", T_STR, C(db_path), 0, 0, "./var/hookd.db", "database file (WAL mode)", NULL},
     {"storage", "synchronous", T_ENUM, C(synchronous), 0, 3, "full", "off|normal|full|extra; full survives power loss", sync_names},
-    {"storage", "check_at_start", T_ENUM, C(check_at_start), 0, 2, "quick", "off|quick|full: integrity check before serving", check_names},
+    {"storage", "check_at_start", T_ENUM, C(check_at_start), 0, 3, "auto", "off|quick|full|auto: check before serving (auto: full up to full_check_max)", check_names},
+    {"storage", "full_check_max", T_SIZE, C(full_check_max), 0, INT64_MAX, "512MiB", "auto: largest database that gets the full integrity_check", NULL},
     {"storage", "busy_timeout", T_DUR, C(busy_timeout_ms), 0, 60000, "5s", "wait for a lock before failing", NULL},
     {"storage", "batch_max", T_INT, C(batch_max), 1, 100000, "1000", "rows per group-commit transaction", NULL},
 

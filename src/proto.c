@@ -7,26 +7,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* fields: the members an op accepts besides "op", blank separated. A
+ * member that is not listed is refused: a misspelt "event_id" silently
+ * ignored would turn a client's retries into duplicate deliveries.
+ * endpoint.put (NULL) is checked by the endpoint parser, which knows the
+ * endpoint keys. */
 static const struct {
     const char *name;
     enum proto_op op;
     int admin;
+    const char *fields;
 } ops[] = {
-    {"ping", OP_PING, 0},
-    {"enqueue", OP_ENQUEUE, 0},
-    {"get", OP_GET, 0},
-    {"stats", OP_STATS, 0},
-    {"endpoint.list", OP_ENDPOINT_LIST, 0},
-    {"endpoint.put", OP_ENDPOINT_PUT, 1},
-    {"endpoint.delete", OP_ENDPOINT_DELETE, 1},
-    {"requeue", OP_REQUEUE, 1},
-    {"purge", OP_PURGE, 1},
-    {"pause", OP_PAUSE, 1},
-    {"resume", OP_RESUME, 1},
-    {"dead_letters", OP_DEAD_LETTERS, 0},
-    {"slow", OP_SLOW, 0},
-    {"metrics", OP_METRICS, 0},
+    {"ping", OP_PING, 0, ""},
+    {"enqueue", OP_ENQUEUE, 0, "endpoint event_id event_type payload"},
+    {"get", OP_GET, 0, "id"},
+    {"stats", OP_STATS, 0, ""},
+    {"endpoint.list", OP_ENDPOINT_LIST, 0, ""},
+    {"endpoint.put", OP_ENDPOINT_PUT, 1, NULL},
+    {"endpoint.delete", OP_ENDPOINT_DELETE, 1, "name"},
+    {"requeue", OP_REQUEUE, 1, "id endpoint since"},
+    {"purge", OP_PURGE, 1, "endpoint since"},
+    {"pause", OP_PAUSE, 1, "endpoint"},
+    {"resume", OP_RESUME, 1, "endpoint"},
+    {"dead_letters", OP_DEAD_LETTERS, 0, "hours"},
+    {"slow", OP_SLOW, 0, "p95_ms"},
+    {"metrics", OP_METRICS, 0, ""},
 };
+
+const char *proto_op_fields(enum proto_op op)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (ops[i].op == op)
+            return ops[i].fields;
+    return "";
+}
 
 const char *proto_op_name(enum proto_op op)
 {
@@ -300,6 +316,65 @@ static int parse_enqueue(const char *line, size_t len, const cJSON *o,
     return 0;
 }
 
+/* Length of s shown in a message: at most 64 bytes, cut on a character
+ * boundary (replies are JSON, hence UTF-8). */
+static int clip64(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n > 64) {
+        n = 64;
+        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+            n--;
+    }
+    return (int)n;
+}
+
+/* Is name one of the blank-separated words of list? */
+static int listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    const char *p = list;
+
+    while ((p = strstr(p, name)) != NULL) {
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+            return 1;
+        p += n;
+    }
+    return 0;
+}
+
+/* Every top-level member once. A repeated member is as ambiguous as an
+ * unknown one: which of two "endpoint" values did the client mean? */
+static int check_repeats(const cJSON *o, struct proto_err *err)
+{
+    const cJSON *it, *prev;
+    char msg[sizeof err->message];
+
+    for (it = o->child; it; it = it->next)
+        for (prev = o->child; prev != it; prev = prev->next)
+            if (strcmp(prev->string, it->string) == 0) {
+                snprintf(msg, sizeof msg, "field '%.*s' appears more than once", clip64(it->string), it->string);
+                return fail(err, PERR_BAD_REQUEST, msg);
+            }
+    return 0;
+}
+
+/* Only the members the op lists (fields NULL: checked elsewhere). */
+static int check_known(const cJSON *o, const char *opname, const char *fields, struct proto_err *err)
+{
+    const cJSON *it;
+    char msg[sizeof err->message];
+
+    for (it = o->child; fields && it; it = it->next)
+        if (strcmp(it->string, "op") != 0 && !listed(fields, it->string)) {
+            snprintf(msg, sizeof msg, "unknown field '%.*s' for op '%s' (accepted: %s)", clip64(it->string),
+                     it->string, opname, *fields ? fields : "none");
+            return fail(err, PERR_BAD_REQUEST, msg);
+        }
+    return 0;
+}
+
 int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
                 struct proto_req *r, struct proto_err *err)
 {
@@ -335,6 +410,8 @@ int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
         fail(err, PERR_BAD_REQUEST, "member names must be written without escapes");
         goto out;
     }
+    if (check_repeats(o, err) < 0)
+        goto out;
     opj = cJSON_GetObjectItemCaseSensitive(o, "op");
     if (!cJSON_IsString(opj)) {
         fail(err, PERR_BAD_REQUEST, "field 'op' (string) is required");
@@ -345,19 +422,14 @@ int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
             break;
     if (i == sizeof ops / sizeof ops[0]) {
         char msg[160];
-        size_t n = strlen(opj->valuestring);
-        if (n > 64) {
-            /* cut on a character boundary: replies are JSON, hence UTF-8 */
-            n = 64;
-            while (n > 0 && ((unsigned char)opj->valuestring[n] & 0xc0) == 0x80)
-                n--;
-        }
-        snprintf(msg, sizeof msg, "unknown op '%.*s'", (int)n, opj->valuestring);
+        snprintf(msg, sizeof msg, "unknown op '%.*s'", clip64(opj->valuestring), opj->valuestring);
         fail(err, PERR_UNKNOWN_OP, msg);
         goto out;
     }
     r->op = ops[i].op;
     r->admin_only = ops[i].admin;
+    if (check_known(o, ops[i].name, ops[i].fields, err) < 0)
+        goto out;
 
     switch (r->op) {
     case OP_ENQUEUE:

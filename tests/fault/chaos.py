@@ -198,22 +198,48 @@ def random_damage(img, rnd):
     return "page", bytes(b)
 
 
-def run_corrupt(env, args, rnd):
-    tpl = env.hookd(endpoints={"a": tf.PARKED}, name="template")
+def corrupt_template(env, kill):
+    """Bytes of a real database: (db, -wal, -shm). kill: leave it as a
+    kill -9 does (a -wal of committed, unchekpointed frames), else stop."""
+    tpl = env.hookd(endpoints={"a": tf.PARKED}, name="template-%s" % ("wal" if kill else "clean"),
+                    sections={"retention": {"checkpoint_interval": "1h"}})
     for b in range(0, 3000, 500):
         tf.send_all(tpl, [tf.enq("a", "tpl-%d" % i, size=300) for i in range(b, b + 500)])
-    tpl.stop()
-    img = tpl.db.read_bytes()
+    if kill:
+        # checkpointed first, so the -wal holds only the last commits and
+        # most pages are read from the damaged main file
+        tpl.restart()
+        tf.send_all(tpl, [tf.enq("a", "tpl-w%d" % i, size=300) for i in range(200)])
+        tpl.kill()
+    else:
+        tpl.stop()
+    side = tf.side_bytes(tpl.db)
+    return tpl.db.read_bytes(), side["-wal"], side["-shm"]
+
+
+def run_corrupt(env, args, rnd):
+    """Damage the main file (the -wal, when there is one, is kept: SQLite
+    skips damaged WAL frames by their checksums, which no check can tell
+    from frames never committed). A refused file must stay byte-identical
+    with its -wal and -shm; a served one must be one integrity_check calls
+    sound (hookd writes to what it serves: recovery, the checkpoint)."""
+    templates = [corrupt_template(env, kill=False), corrupt_template(env, kill=True)]
     counts = {"refused": 0, "started": 0, "undetectable": 0, "modified": 0, "unnamed": 0}
     started_kinds = {}
     for i in range(args.corrupt_inputs):
+        img, wal, shm = templates[i % 2]
         kind, bad = random_damage(img, rnd)
         d = env.hookd(endpoints={"a": tf.PARKED}, start=False)
-        d.db.write_bytes(bad)
+        files = {d.db: bad, Path(str(d.db) + "-wal"): wal, Path(str(d.db) + "-shm"): shm}
+        for p, data in files.items():
+            if data is not None:
+                p.write_bytes(data)
         # can SQLite itself see the damage? (bytes inside a payload cannot
         # be told from data without checksums)
         probe = d.dir / "probe.db"
         probe.write_bytes(bad)
+        if wal is not None:
+            Path(str(probe) + "-wal").write_bytes(wal)
         try:
             detectable = tf.integrity(probe) != ["ok"]
         except tf.sqlite3.DatabaseError:
@@ -221,8 +247,6 @@ def run_corrupt(env, args, rnd):
         for p in d.dir.glob("probe.db*"):
             p.unlink()
         rc, out = tf.run_serve(d.cfg, d.dir, timeout=3)
-        if d.db.read_bytes() != bad:
-            counts["modified"] += 1
         if rc is None or rc == 0:
             if detectable:
                 counts["started"] += 1
@@ -231,17 +255,19 @@ def run_corrupt(env, args, rnd):
                 counts["undetectable"] += 1
         else:
             counts["refused"] += 1
+            if any((p.read_bytes() if p.exists() else None) != data for p, data in files.items()):
+                counts["modified"] += 1
             if str(d.db) not in out:
                 counts["unnamed"] += 1
         shutil.rmtree(d.dir, ignore_errors=True)
     ok = counts["started"] == 0 and counts["modified"] == 0 and counts["unnamed"] == 0
-    record("corrupt db at start", "-", "random damage of a 1.4 MB db",
-           "%d inputs: %d refused, %d detectable but started (%s), %d undetectable by integrity_check "
-           "(served), %d modified" % (
-               args.corrupt_inputs, counts["refused"], counts["started"],
-               ", ".join("%s %d" % kv for kv in sorted(started_kinds.items())) or "-", counts["undetectable"],
-               counts["modified"]),
-           0, "-", ok, "hookd started on %d damaged files: %s" % (counts["started"], started_kinds))
+    record("corrupt db at start", "-", "random damage of a 1.4 MB db (half with a -wal left by kill -9)",
+           "%d inputs: %d refused (%d of them modified), %d detectable but started (%s), "
+           "%d undetectable by integrity_check (served)" % (
+               args.corrupt_inputs, counts["refused"], counts["modified"], counts["started"],
+               ", ".join("%s %d" % kv for kv in sorted(started_kinds.items())) or "-", counts["undetectable"]),
+           0, "-", ok, "started on %d damaged files %s; %d refused files modified; %d errors not naming the file" % (
+               counts["started"], started_kinds, counts["modified"], counts["unnamed"]))
 
 
 def run_starvation(env, args):
@@ -264,7 +290,8 @@ def main():
     ap.add_argument("--rate", type=float, default=500.0, help="enqueues per second during the kill loop")
     ap.add_argument("--io-rounds", type=int, default=12)
     ap.add_argument("--corrupt-inputs", type=int, default=40)
-    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--seed", type=int, default=int(os.environ["CHAOS_SEED"]) if os.environ.get("CHAOS_SEED") else None,
+                    help="replay a run (default: $CHAOS_SEED, else random; printed at start and end)")
     ap.add_argument("--only", default="kills,io,full,corrupt,starvation")
     args = ap.parse_args()
     if args.seed is None:

@@ -4,7 +4,8 @@
 #   make chaos        the long run: 30 kill -9 of hookd under load, then the
 #                     disk-full, I/O-error, corrupt-start and checkpoint
 #                     tests; bounded (< 15 min), summary table at the end
-# Knobs: CHAOS_KILLS (30), CHAOS_SECONDS (time cap of the kill loop, 600).
+# Knobs: CHAOS_KILLS (30), CHAOS_SECONDS (time cap of the kill loop, 600),
+# CHAOS_SEED (replay a run: the seed is printed at its start and end).
 # See tests/fault/README.md.
 
 FAULT_OUT   := $(BUILD)/fault

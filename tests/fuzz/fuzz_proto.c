@@ -8,6 +8,8 @@
  *    validator looked at (cJSON's "payload" member): what is stored is
  *    what was validated;
  *  - event_id / event_type are 1..200 printable ASCII bytes;
+ *  - no accepted request has a member its op does not list, or one
+ *    member twice (a misspelt event_id must not pass unnoticed);
  *  - error replies render as one JSON line of valid UTF-8. */
 #include "fuzz_common.h"
 #include "proto.h"
@@ -84,9 +86,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (req.op == OP_ENQUEUE)
                 proto_find_member(line, size, "payload", &ps, &pn);
             FUZZ_CHECK(!has_nul_escape(line, size, ps, pn) || known("proto-nul-escape"),
-                       "accepted a \\u0000 escape outside the payload: %.200s", line);
+                       "accepted a \\u0000 escape outside the payload: %.*s", (int)(size < 200 ? size : 200), line);
         }
         FUZZ_CHECK(strcmp(proto_op_name(req.op), "none") != 0, "op has no name");
+        {
+            cJSON *whole = cJSON_ParseWithLength(line, size);
+            const char *fields = proto_op_fields(req.op);
+            const cJSON *m, *p;
+            FUZZ_CHECK(whole != NULL, "accepted line does not parse");
+            for (m = whole->child; m; m = m->next) {
+                for (p = whole->child; p != m; p = p->next)
+                    FUZZ_CHECK(strcmp(p->string, m->string) != 0, "member '%s' accepted twice", m->string);
+                if (fields && strcmp(m->string, "op") != 0) {
+                    size_t n = strlen(m->string);
+                    const char *hit = strstr(fields, m->string);
+                    while (hit && !((hit == fields || hit[-1] == ' ') && (hit[n] == ' ' || hit[n] == '\0')))
+                        hit = strstr(hit + 1, m->string);
+                    FUZZ_CHECK(hit != NULL, "member '%s' is not one of op %s's (%s)", m->string,
+                               proto_op_name(req.op), fields);
+                }
+            }
+            cJSON_Delete(whole);
+        }
         if (req.op == OP_ENQUEUE) {
             cJSON *whole, *mine;
             const cJSON *theirs;

@@ -187,7 +187,30 @@ BAD_INPUTS = [
     ("get_id_string", b'{"op": "get", "id": "7"}', "bad_request"),
     ("get_id_negative", b'{"op": "get", "id": -1}', "bad_request"),
     ("get_id_fraction", b'{"op": "get", "id": 1.5}', "bad_request"),
+    ("unknown_member", b'{"op": "stats", "verbose": true}', "bad_request"),
+    ("repeated_member", b'{"op": "get", "id": 1, "id": 2}', "bad_request"),
 ]
+
+
+def test_misspelt_member_refused_not_ignored(hookd):
+    """A misspelt event_id used to be ignored: the event got a generated id,
+    and the client's retry with the same (misspelt) id became a second
+    delivery. Every op names the member it does not know."""
+    d = hookd(endpoints={"a": PARKED}, sections=SMALL)
+    with d.client() as c:
+        for line, name in [
+            ({"op": "enqueue", "endpoint": "a", "evnt_id": "x1", "payload": {"k": 1}}, "evnt_id"),
+            ({"op": "enqueue", "endpoint": "a", "event_tyep": "conversion", "payload": {}}, "event_tyep"),
+            ({"op": "pause", "endpoint": "a", "force": True}, "force"),
+            ({"op": "dead_letters", "hour": 2}, "hour"),
+        ]:
+            r = c.request(line)
+            assert error_code(r) == "bad_request", (line, r)
+            assert "'%s'" % name in r["error"]["message"], r
+        r = c.send_line(b'{"op":"enqueue","endpoint":"a","event_id":"e1","event_id":"e2","payload":{}}')
+        r = c.recv_json()
+        assert error_code(r) == "bad_request" and "event_id" in r["error"]["message"], r
+    assert count_rows(d) == 0
 
 
 def test_bad_inputs_keep_connection_usable(hookd):

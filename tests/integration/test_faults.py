@@ -481,6 +481,128 @@ def test_corrupt_database_refused_untouched(hookd, template_image, kind):
     assert not d.sock.exists()
 
 
+def side_bytes(db):
+    """The -wal and -shm beside db: {suffix: bytes or None}."""
+    out = {}
+    for suf in ("-wal", "-shm"):
+        p = Path(str(db) + suf)
+        out[suf] = p.read_bytes() if p.exists() else None
+    return out
+
+
+@pytest.fixture(scope="module")
+def template_with_wal(tmp_path_factory):
+    """A database left by kill -9 under load: (db, -wal, -shm) bytes, the
+    -wal holding committed frames that were never checkpointed."""
+    from conftest import Daemon, base_sections, merge_sections
+    work = tmp_path_factory.mktemp("tplwal")
+    sockdir = tempfile.mkdtemp(prefix="hk")
+    try:
+        secs = merge_sections(base_sections(work, sockdir),
+                              {"endpoint.a": dict(PARKED), "retention": {"checkpoint_interval": "1h"}})
+        d = Daemon(work, sockdir, secs)
+        d.start()
+        for b in range(0, 2000, 500):
+            reps = send_all(d, [enq("a", "tw-%d" % i, size=300) for i in range(b, b + 500)])
+            assert all(r and r.get("ok") for r in reps)
+        d.restart()   # checkpointed: the -wal below holds only the last commits
+        reps = send_all(d, [enq("a", "tw-w%d" % i, size=300) for i in range(200)])
+        assert all(r and r.get("ok") for r in reps)
+        d.kill()
+        side = side_bytes(d.db)
+        assert side["-wal"], "kill -9 left no -wal to test with"
+        return d.db.read_bytes(), side["-wal"], side["-shm"]
+    finally:
+        shutil.rmtree(sockdir, ignore_errors=True)
+
+
+# damage the -wal cannot hide (it holds only the last commits' pages; page 1
+# is among them, so header damage is read over)
+REFUSED_WITH_WAL = {"truncated-half", "truncated-odd", "page-header", "page-middle"}
+
+
+@pytest.mark.parametrize("kind", CORRUPTIONS)
+def test_corrupt_database_with_wal_refused_byte_identical(hookd, template_with_wal, kind):
+    """With a -wal (and -shm) left by a crash: a refused file keeps all
+    three byte-identical; one that is served must be one integrity_check
+    itself calls sound (damage the -wal's newer pages hide)."""
+    db, wal, shm = template_with_wal
+    d = hookd(endpoints={"a": PARKED}, start=False)
+    bad = corrupt(kind, db, random.Random(kind))
+    d.db.write_bytes(bad)
+    Path(str(d.db) + "-wal").write_bytes(wal)
+    if shm is not None:
+        Path(str(d.db) + "-shm").write_bytes(shm)
+    probe = d.dir / "probe.db"
+    probe.write_bytes(bad)
+    Path(str(probe) + "-wal").write_bytes(wal)
+    try:
+        sound = integrity(probe) == ["ok"]
+    except sqlite3.DatabaseError:
+        sound = False
+    rc, out = run_serve(d.cfg, d.dir)
+    if rc is None or rc == 0:
+        assert sound, "%s: hookd served a file integrity_check calls damaged:\n%s" % (kind, out[-1500:])
+        assert kind not in REFUSED_WITH_WAL, "%s: served, but this damage is outside the -wal's pages" % kind
+        return
+    assert d.db.read_bytes() == bad, "%s: refused, but the database file changed" % kind
+    after = side_bytes(d.db)
+    assert after["-wal"] == wal, "%s: refused, but the -wal changed" % kind
+    assert after["-shm"] == shm, "%s: refused, but the -shm changed (or appeared)" % kind
+    assert str(d.db) in out, "%s: the error does not name the file:\n%s" % (kind, out)
+
+
+def test_damage_only_integrity_check_sees_is_refused(hookd, template_image):
+    """quick_check does not compare an index with its table: swap two
+    index entries' keys and only integrity_check notices. The default
+    check (auto: full up to full_check_max) must refuse it; quick would not."""
+    d = hookd(endpoints={"a": PARKED}, start=False)
+    work = d.dir / "idx.db"
+    work.write_bytes(template_image)
+    damaged = index_mismatch(work)
+    assert integrity(damaged) != ["ok"], "the test did not manage to damage an index"
+    ic = sqlite3.connect("file:%s?mode=ro" % damaged, uri=True)
+    assert ic.execute("PRAGMA quick_check").fetchone()[0] == "ok", "quick_check already sees it: test is moot"
+    ic.close()
+    bad = damaged.read_bytes()
+    # the test is not moot: the quick check alone lets this file through
+    d.sections["storage"]["check_at_start"] = "quick"
+    d.write_config()
+    d.db.write_bytes(bad)
+    rc, out = run_serve(d.cfg, d.dir)
+    assert rc is None, "quick check refused it already (rc %s):\n%s" % (rc, out[-800:])
+    for p in d.dir.glob("hookd.db*"):
+        p.unlink()
+    del d.sections["storage"]["check_at_start"]
+    d.write_config()
+    d.db.write_bytes(bad)
+    rc, out = run_serve(d.cfg, d.dir)
+    assert rc not in (None, 0), "hookd served a database whose index disagrees with its table:\n%s" % out[-1500:]
+    assert "damaged" in out and str(d.db) in out, out
+    assert d.db.read_bytes() == bad
+
+
+def index_mismatch(db):
+    """Change one indexed column in the table b-tree only: copy the table
+    without its indexes, edit the copy, then swap the two root pages in
+    the schema. Every page stays in use and well formed, so only a check
+    that compares index with table sees it. Returns the damaged copy."""
+    out = db.with_name("mismatch.db")
+    shutil.copy(db, out)
+    con = sqlite3.connect(str(out), isolation_level=None)
+    rootq = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'webhook_queue'").fetchone()[0]
+    con.execute("CREATE TABLE shadow AS SELECT * FROM webhook_queue")
+    con.execute("UPDATE shadow SET event_id = 'moved-' || event_id WHERE id = (SELECT min(id) FROM shadow)")
+    roots = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'shadow'").fetchone()[0]
+    con.execute("PRAGMA writable_schema = ON")
+    con.execute("UPDATE sqlite_master SET rootpage = CASE name WHEN 'webhook_queue' THEN ? ELSE ? END "
+                "WHERE name IN ('webhook_queue', 'shadow')", (roots, rootq))
+    con.execute("PRAGMA writable_schema = OFF")
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    return out
+
+
 # ------------------------------------------------------------------ checkpoint starvation
 
 def wal_size(db):

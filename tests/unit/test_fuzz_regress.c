@@ -89,6 +89,37 @@ static void test_unknown_op_message_is_utf8(void **st)
     buf_free(&out);
 }
 
+/* proto-unknown-member: members the op does not know were ignored, so a
+ * "\u0000" in one passed, and a misspelt event_id silently lost dedup */
+static void expect_refused(const char *line, const char *needle)
+{
+    struct proto_req r;
+    struct proto_err err;
+    if (proto_parse(line, strlen(line), &lim, &r, &err) == 0) {
+        proto_req_free(&r);
+        fail_msg("accepted %s", line);
+    }
+    assert_string_equal(err.code, PERR_BAD_REQUEST);
+    if (!strstr(err.message, needle))
+        fail_msg("message '%s' does not name '%s'", err.message, needle);
+}
+
+static void test_unknown_member_refused(void **st)
+{
+    (void)st;
+    expect_refused("{\"op\":\"enqueue\",\"endpoint\":\"a\",\"eveop_id\":\"evt_1\",\"en(\":\"a\",\"event_id\":"
+                   "\"evt_1\",\"event_tyte\":\"x\\u0000y\",\"payload\":{\"k\":1}}", "eveop_id");
+    expect_refused("{\"op\":\"enqueue\",\"endpoint\":\"a\",\"evnt_id\":\"x1\",\"payload\":{}}", "evnt_id");
+}
+
+/* proto-duplicate-member: the second "endpoint" (with a NUL) was ignored */
+static void test_duplicate_member_refused(void **st)
+{
+    (void)st;
+    expect_refused("{\"op\":\"enqueue\",\"endpoint\":\"a\",\"endpoint\":\"b\\u0000c\",\"payload\":{}}", "endpoint");
+    expect_refused("{\"op\":\"enqueue\",\"endpoint\":\"a\",\"payload\":{},\"payload\":[1]}", "payload");
+}
+
 static int load_text(const char *text, char *err, size_t errlen)
 {
     char path[] = "/tmp/hookd-fuzz-regress-XXXXXX";
@@ -153,6 +184,8 @@ int main(void)
         cmocka_unit_test(test_escaped_payload_key_string),
         cmocka_unit_test(test_escaped_payload_key_other_value),
         cmocka_unit_test(test_unknown_op_message_is_utf8),
+        cmocka_unit_test(test_unknown_member_refused),
+        cmocka_unit_test(test_duplicate_member_refused),
         cmocka_unit_test(test_indented_secret_not_in_error),
         cmocka_unit_test(test_long_secret_line_tail_not_in_error),
         cmocka_unit_test(test_long_url_in_file_loads),

@@ -64,6 +64,17 @@ static void test_bad_inputs(void **st)
                         PERR_BAD_REQUEST);
     assert_string_equal(CODE("{\"op\":\"enqueue\",\"endpoint\":\"a\",\"event_id\":\"e\\\\u0000x\",\"payload\":{}}"), "ok");
     assert_string_equal(CODE("{\"op\":\"enqueue\",\"endpoint\":\"a\",\"payload\":{\"k\":\"\\u0000\"}}"), "ok");
+    /* unknown or repeated members, in every op */
+    assert_string_equal(CODE("{\"op\":\"ping\",\"x\":1}"), PERR_BAD_REQUEST);
+    assert_string_equal(CODE("{\"op\":\"stats\",\"verbose\":true}"), PERR_BAD_REQUEST);
+    assert_string_equal(CODE("{\"op\":\"get\",\"id\":1,\"ID\":2}"), PERR_BAD_REQUEST);
+    assert_string_equal(CODE("{\"op\":\"get\",\"id\":1,\"id\":2}"), PERR_BAD_REQUEST);
+    assert_string_equal(CODE("{\"op\":\"op\",\"op\":\"ping\"}"), PERR_BAD_REQUEST);
+    assert_string_equal(CODE("{\"op\":\"pause\",\"endpoint\":\"a\",\"name\":\"a\"}"), PERR_BAD_REQUEST);
+    assert_string_equal(CODE("{\"op\":\"endpoint.put\",\"name\":\"a\",\"url\":\"http://x/\",\"url\":\"http://y/\"}"),
+                        PERR_BAD_REQUEST);
+    assert_string_equal(CODE("{\"op\":\"requeue\",\"endpoint\":\"a\",\"since\":5}"), "ok");
+    assert_string_equal(CODE("{\"op\":\"dead_letters\",\"hours\":2}"), "ok");
 }
 
 static void test_deep_nesting_is_an_error(void **st)
