@@ -336,6 +336,8 @@ static int listed(const char *list, const char *name)
     size_t n = strlen(name);
     const char *p = list;
 
+    if (n == 0)   /* strstr would find "" everywhere and never advance */
+        return 0;
     while ((p = strstr(p, name)) != NULL) {
         if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
             return 1;

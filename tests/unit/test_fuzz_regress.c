@@ -110,6 +110,8 @@ static void test_unknown_member_refused(void **st)
     expect_refused("{\"op\":\"enqueue\",\"endpoint\":\"a\",\"eveop_id\":\"evt_1\",\"en(\":\"a\",\"event_id\":"
                    "\"evt_1\",\"event_tyte\":\"x\\u0000y\",\"payload\":{\"k\":1}}", "eveop_id");
     expect_refused("{\"op\":\"enqueue\",\"endpoint\":\"a\",\"evnt_id\":\"x1\",\"payload\":{}}", "evnt_id");
+    /* an empty member name looped forever in the field lookup */
+    expect_refused("{\"op\":\"enqueue\",\"\":\"a\",\"event_id\":\"e\",\"payload\":{}}", "''");
 }
 
 /* proto-duplicate-member: the second "endpoint" (with a NUL) was ignored */
