@@ -33,14 +33,29 @@ LIB_SRCS := \
 	src/log.c \
 	src/config.c \
 	src/proto.c \
+	src/req.c \
 	src/endpoint.c \
+	src/counters.c \
+	src/metrics.c \
+	src/cron.c \
+	src/store.c \
 	src/db.c \
-	src/queue.c \
+	src/store_sqlite_sql.c \
+	src/store_sqlite.c \
+	src/store_sqlite_queue.c \
+	src/store_sqlite_endpoint.c \
+	src/store_sqlite_read.c \
+	src/store_open.c \
+	src/registry.c \
+	src/settle.c \
+	src/dispatch.c \
+	src/intake.c \
+	src/admin.c \
+	src/maint.c \
 	src/writer.c \
+	src/query.c \
 	src/reader.c \
 	src/deliver.c \
-	src/cron.c \
-	src/metrics.c \
 	src/server.c \
 	src/cli.c
 MAIN_SRC := src/main.c

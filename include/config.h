@@ -19,7 +19,19 @@
 enum cfg_check { CFG_CHECK_OFF = 0, CFG_CHECK_QUICK, CFG_CHECK_FULL, CFG_CHECK_AUTO };
 enum cfg_sync { CFG_SYNC_OFF = 0, CFG_SYNC_NORMAL = 1, CFG_SYNC_FULL = 2, CFG_SYNC_EXTRA = 3 };
 
-/* Per-endpoint overridable settings; -1 (or < 0 rate) means "inherit". */
+/* A rate limit: at most count requests per per_ms (a token bucket each;
+ * several windows, e.g. "100/m, 1000/h", all have to allow a request). */
+#define EP_RATES_MAX 4
+struct ep_rate {
+    double count;
+    int64_t per_ms;
+};
+struct ep_rates {
+    int n;                  /* -1 inherit, 0 unlimited */
+    struct ep_rate r[EP_RATES_MAX];
+};
+
+/* Per-endpoint overridable settings; -1 (rates: n = -1) means "inherit". */
 struct ep_settings {
     int64_t max_attempts;
     int64_t timeout_ms;
@@ -30,7 +42,7 @@ struct ep_settings {
     int64_t failure_threshold;
     int64_t cooldown_ms;
     int64_t max_cooldown_ms;
-    double rate_per_sec;   /* 0 unlimited */
+    struct ep_rates rate;
     int64_t burst;
 };
 

@@ -1,6 +1,12 @@
-/* cron.h - the one list of periodic jobs, driven by the monotonic clock
- * (serverCron style). The writer thread runs it between rounds; every job
- * does a bounded amount of work so none can stall acknowledgements. */
+/* cron.h - the one table of periodic jobs (serverCron style), on the
+ * monotonic clock. The writer and the reader register their jobs into it
+ * at start-up, each under its own runner, and each thread runs only its
+ * own jobs between requests: nobody asks another thread to do periodic
+ * work. Every job does a bounded amount of work so none can stall
+ * acknowledgements.
+ *
+ * Threads: the table is built before the threads start; afterwards a
+ * job's timing fields are touched only by its runner's thread. */
 #ifndef HOOKD_CRON_H
 #define HOOKD_CRON_H
 #include <stddef.h>
@@ -8,10 +14,13 @@
 
 #define CRON_MAX_JOBS 16
 
+enum cron_runner { CRON_WRITER = 0, CRON_READER };
+
 typedef void (*cron_fn)(void *ctx, int64_t now_ms);
 
 struct cron_job {
     const char *name;
+    enum cron_runner runner;
     int64_t period_ms;
     int64_t next_mono;
     cron_fn fn;
@@ -23,17 +32,20 @@ struct cron_job {
 struct cron {
     struct cron_job jobs[CRON_MAX_JOBS];
     size_t n;
+    int64_t base_mono;
 };
 
 void cron_init(struct cron *s, int64_t now_mono);
-/* First run one period after start. */
-int cron_add(struct cron *s, const char *name, int64_t period_ms, cron_fn fn, void *ctx);
-/* Bring a job's next run forward to now + in_ms (a chunked job with more to do). */
-void cron_soon(struct cron *s, const char *name, int64_t in_ms);
-/* Run every due job once; now_mono drives the timing, now_ms (wall clock)
- * is passed to the jobs. */
-void cron_run(struct cron *s, int64_t now_mono, int64_t now_ms);
-/* Earliest next_mono, INT64_MAX without jobs. */
-int64_t cron_next(const struct cron *s);
+/* First run one period after start. -1 when the table is full or the
+ * period is not positive. */
+int cron_add(struct cron *s, const char *name, enum cron_runner runner, int64_t period_ms, cron_fn fn, void *ctx);
+/* Bring a job's next run forward to now_mono + in_ms (a chunked job with
+ * more to do). From the job's runner only. */
+void cron_soon(struct cron *s, const char *name, int64_t now_mono, int64_t in_ms);
+/* Run the runner's due jobs once; now_mono drives the timing, now_ms (wall
+ * clock) is passed to the jobs. */
+void cron_run(struct cron *s, enum cron_runner runner, int64_t now_mono, int64_t now_ms);
+/* The runner's earliest next_mono, INT64_MAX without jobs. */
+int64_t cron_next(const struct cron *s, enum cron_runner runner);
 
 #endif

@@ -1,5 +1,6 @@
-/* db.h - SQLite connections: the one writer (all writes and checkpoints)
- * and read-only readers; schema migration by PRAGMA user_version. */
+/* db.h - SQLite connections for the SQLite backend (store_sqlite*.c):
+ * the one writer (all writes and checkpoints) and read-only readers;
+ * schema migration by PRAGMA user_version. */
 #ifndef HOOKD_DB_H
 #define HOOKD_DB_H
 #include <sqlite3.h>
@@ -28,8 +29,5 @@ int db_commit(sqlite3 *db);
 void db_rollback(sqlite3 *db); /* no-op outside a transaction */
 /* Prepare for the connection's life (SQLITE_PREPARE_PERSISTENT). */
 int db_prepare(sqlite3 *db, sqlite3_stmt **st, const char *sql);
-
-/* Map a SQLite result code to a protocol error code (storage_full, ...). */
-const char *db_error_code(int rc);
 
 #endif

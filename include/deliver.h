@@ -1,11 +1,11 @@
 /* deliver.h - the delivery engine: a pool of threads, each driving a
  * libcurl multi handle with many concurrent transfers.
  *
- * Ownership: the writer builds a djob for each claimed row and passes it
- * to deliver_submit(); from then on the delivery thread owns it until it
- * hands the finished job (result filled in) to the done callback, which
- * gives it back to the writer. Jobs are never dropped: at shutdown the
- * ones that were not attempted come back with attempted = 0. */
+ * Ownership: the dispatcher builds a djob for each claimed row and the
+ * writer passes it to deliver_submit(); from then on the delivery thread
+ * owns it until it hands the finished job (result filled in) to the done
+ * callback, which gives it back to the writer. Jobs are never dropped: at
+ * shutdown the ones that were not attempted come back with attempted = 0. */
 #ifndef HOOKD_DELIVER_H
 #define HOOKD_DELIVER_H
 #include <stddef.h>
@@ -35,8 +35,11 @@ struct djob {
     enum errclass errc;
     char error[200];         /* short, never includes body or secrets */
     int64_t response_ms;
+    int sample;              /* the request reached the endpoint: response_ms
+                              * is a latency sample (not for SSRF, DNS, connect) */
     int64_t retry_after_ms;  /* -1 when absent */
     int64_t started_at;      /* wall clock of the attempt */
+    int outcome;             /* set by the writer when settled: enum outcome, -1 untried */
 };
 
 void djob_free(struct djob *j);

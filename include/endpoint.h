@@ -1,8 +1,7 @@
-/* endpoint.h - endpoint snapshots shared with delivery threads, and their
- * persistence in the endpoints table. */
+/* endpoint.h - endpoint snapshots shared with delivery threads, and the
+ * JSON forms of a definition. */
 #ifndef HOOKD_ENDPOINT_H
 #define HOOKD_ENDPOINT_H
-#include <sqlite3.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -26,24 +25,14 @@ struct ep_conf *ep_conf_new(int64_t id, const struct ep_def *def, const struct e
 struct ep_conf *ep_conf_ref(struct ep_conf *e);
 void ep_conf_unref(struct ep_conf *e);
 
-/* One stored endpoint. */
-struct ep_stored {
-    int64_t id;
-    int from_config;
-    struct ep_def def;
-};
-
-/* Load every endpoint. *out is an array the caller frees with
- * endpoint_stored_free. */
-int endpoint_db_load(sqlite3 *db, struct ep_stored **out, size_t *n);
-void endpoint_stored_free(struct ep_stored *v, size_t n);
-/* Insert or update by name (inside the caller's transaction). */
-int endpoint_db_put(sqlite3 *db, const struct ep_def *d, int from_config, int64_t now,
-                    int64_t *id, int *created);
-/* Delete an endpoint; its undelivered messages become dead letters with
- * last_error "endpoint deleted". *dead gets their count. */
-int endpoint_db_delete(sqlite3 *db, int64_t id, int64_t now, int64_t *dead);
-int endpoint_db_set_paused(sqlite3 *db, int64_t id, int paused, int64_t now);
+/* The stored form of a definition: secrets and headers as JSON arrays,
+ * the overrides as a JSON object (cJSON_free the texts). NULL when out of
+ * memory. */
+char *ep_json_strings(char *const *v, size_t n);
+char *ep_json_settings(const struct ep_settings *s);
+/* Rebuild a definition from its stored form (validated as on input). */
+int ep_def_from_stored(struct ep_def *d, const char *name, const char *url, const char *secrets_json,
+                       const char *headers_json, const char *event_types, const char *settings_json, int paused);
 
 /* endpoint.put request body -> definition (validated). Accepts the INI
  * keys; "secret" and "header" may be strings or arrays of strings;

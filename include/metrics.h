@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store.h"
 #include "util.h"
 
 /* Upper bounds of the finite histogram buckets, in ms (attempt durations
@@ -36,29 +37,12 @@
 #define METRICS_NBUCKETS 11
 extern const int64_t metrics_bucket_ms[METRICS_NBUCKETS];
 
-enum metrics_qstatus {
-    MQ_PENDING = 0,
-    MQ_FAILED,
-    MQ_IN_FLIGHT,
-    MQ_DELIVERED,
-    MQ_DEAD_LETTER,
-    MQ__COUNT
-};
-
 /* Indexed like enum outcome (delivered, retry, dead, gone). */
 #define METRICS_NOUTCOMES 4
 
-struct metrics_endpoint {
-    const char *name;
-    int breaker;          /* enum breaker_state */
-    int has_latency;      /* p50/p95/p99 valid */
-    int64_t p50_ms, p95_ms, p99_ms;
-    int64_t samples;      /* sample_count of the rollup */
-};
-
 struct metrics_snapshot {
     const char *version;
-    int64_t queue[MQ__COUNT];
+    int64_t queue[MSG__COUNT];
     int has_oldest_pending;
     int64_t oldest_pending_age_ms;
     uint64_t outcomes[METRICS_NOUTCOMES];
@@ -67,7 +51,7 @@ struct metrics_snapshot {
      * when the counters were read while the writer was adding to them. */
     uint64_t bucket[METRICS_NBUCKETS + 1];
     uint64_t sum_ms;
-    const struct metrics_endpoint *eps;
+    const struct store_endpoint_info *eps;   /* name, h.state, h.p50_ms.. */
     size_t neps;
 };
 

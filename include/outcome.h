@@ -1,6 +1,7 @@
 /* outcome.h - what one delivery attempt's result means (pure, no I/O). */
 #ifndef HOOKD_OUTCOME_H
 #define HOOKD_OUTCOME_H
+#include <stddef.h>
 
 enum outcome {
     OUTCOME_DELIVERED = 0, /* 2xx */
@@ -28,6 +29,11 @@ enum outcome outcome_classify(int http_status, enum errclass errc);
 enum errclass outcome_errclass_from_curl(int curlcode);
 
 const char *outcome_name(enum outcome o);      /* "delivered", "retry", ... */
-const char *errclass_name(enum errclass e);    /* "dns", "connect", ... ; "" for NONE */
+const char *errclass_name(enum errclass e);    /* "dns", "connect_failed", ... ; "" for NONE */
+
+/* The stable class of a failed attempt, what the dead-letter analysis
+ * groups by: "http_503" for an HTTP answer, else the transport class
+ * ("timeout", "connect_failed", "ssrf_blocked", ...). */
+void outcome_error_class(int http_status, enum errclass e, char *out, size_t n);
 
 #endif

@@ -42,8 +42,14 @@ enum proto_op {
 #define PERR_CONFLICT          "conflict"
 #define PERR_STORAGE_FULL      "storage_full"
 #define PERR_STORAGE_ERROR     "storage_error"
+#define PERR_STORAGE_UNAVAILABLE "storage_unavailable"
 #define PERR_SHUTTING_DOWN     "shutting_down"
 #define PERR_INTERNAL          "internal"
+
+/* requeue's "statuses": bit i is queue status i (store.h, enum msg_status) */
+#define PROTO_STATUS_FAILED      (1u << 1)
+#define PROTO_STATUS_DELIVERED   (1u << 3)
+#define PROTO_STATUS_DEAD_LETTER (1u << 4)
 
 #define PROTO_EVENT_ID_MAX 200
 #define PROTO_EVENT_TYPE_MAX 200
@@ -63,7 +69,8 @@ struct proto_req {
     char *payload;       /* enqueue: the exact bytes of the "payload" value */
     size_t payload_len;
     int64_t id;          /* get, requeue: message id (0 = none) */
-    int64_t since_ms;    /* requeue: dead letters created at/after; 0 = all */
+    int64_t since_ms;    /* requeue, purge: rows created at/after; 0 = all */
+    unsigned statuses;   /* requeue: PROTO_STATUS_* bits; 0 = the default */
     int64_t hours;       /* dead_letters */
     int64_t p95_ms;      /* slow: threshold, 0 = configured */
     struct cJSON *body;  /* endpoint.put: the whole request */

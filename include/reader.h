@@ -1,25 +1,33 @@
-/* reader.h - the reader thread: a read-only connection that answers the
- * query ops (get, stats, endpoint.list, dead_letters, slow, metrics) and
- * computes the percentile rollup, so no long read runs on the writer. */
+/* reader.h - the reader thread: a read-only store that answers the query
+ * ops (query.c) and runs the read-heavy periodic jobs (percentile rollup,
+ * health summary, metrics file), so no long read runs on the writer.
+ * Rollups go to whoever computes with them through the sink given at
+ * start: the reader calls no other thread's functions. */
 #ifndef HOOKD_READER_H
 #define HOOKD_READER_H
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
+#include "cron.h"
 #include "req.h"
+#include "store.h"
 
 struct reader;
-struct writer;
 
-int reader_start(struct reader **out, const struct config *c, struct writer *w, char *err, size_t errlen);
+/* A finished rollup; ownership of v moves to the sink. */
+typedef void (*reader_rollup_fn)(void *ctx, struct store_rollup *v, size_t n);
+
+/* Opens its own reader store, registers its jobs in cron (runner
+ * CRON_READER) and starts the thread. */
+int reader_start(struct reader **out, const struct config *c, struct cron *cron, reader_rollup_fn sink,
+                 void *sink_ctx, char *err, size_t errlen);
 void reader_submit(struct reader *rd, struct req *r);
-/* Periodic work requested by the writer's scheduler. */
-void reader_request_rollup(struct reader *rd, int64_t window_ms);
-void reader_request_summary(struct reader *rd, int64_t now_ms);
-void reader_request_metrics_file(struct reader *rd, const char *path);
+/* Answer what is queued with shutting_down, join, free. */
 void reader_stop(struct reader *rd);
 
-/* Delivery counters for metrics, updated by the writer. */
-void reader_count_outcome(int outcome, int64_t response_ms);
+/* p of the sorted samples as PostgreSQL's percentile_cont, truncated to
+ * whole ms as the seed stores it (int()). Pure; for the unit tests. */
+int64_t reader_percentile_ms(const int64_t *sorted, size_t n, double p);
 
 #endif

@@ -10,12 +10,14 @@ int64_t util_mono_ms(void);  /* monotonic ms (timers, intervals) */
 int64_t util_mono_us(void);
 
 /* A growable byte buffer, always NUL terminated when p != NULL. Appends
- * check for overflow; on allocation failure they return -1 and leave the
- * buffer as it was. */
+ * check for overflow; on allocation failure they return -1, leave the
+ * buffer's content as it was and set `failed`, after which every append
+ * fails: a writer of many pieces may check once, at the end. */
 struct buf {
     char *p;
     size_t len;
     size_t cap;
+    int failed;
 };
 
 int buf_reserve(struct buf *b, size_t extra);
@@ -27,6 +29,8 @@ int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 int buf_json_str(struct buf *b, const char *s);
 void buf_consume(struct buf *b, size_t n);  /* drop n bytes from the front */
 void buf_free(struct buf *b);
+/* Empty the buffer and forget a failure (the memory is kept). */
+void buf_reset(struct buf *b);
 
 /* "500ms", "30s", "5m", "1h", "2d"; a bare number is seconds. */
 int util_parse_duration_ms(const char *s, int64_t *out);

@@ -66,7 +66,7 @@ static const struct cfg_def cfg_table[] = {
     {"delivery", "ca_file", T_STR, C(ca_file), 0, 0, "", "CA bundle for HTTPS (empty: system default)", NULL},
     {"delivery", "shutdown_grace", T_DUR, C(shutdown_grace_ms), 0, 600000, "10s", "on SIGTERM, time for transfers to finish", NULL},
     {"delivery", "claim_batch", T_INT, C(claim_batch), 1, 100000, "1024", "rows claimed per writer round", NULL},
-    {"delivery", "rate", T_RATE, D(rate_per_sec), 0, 0, "0", "default per-endpoint rate (N/s, N/m; 0 unlimited)", NULL},
+    {"delivery", "rate", T_RATE, D(rate), 0, 0, "0", "default per-endpoint rate limits (e.g. 10/s or 100/m, 1000/h; 0 unlimited)", NULL},
     {"delivery", "burst", T_INT, D(burst), 0, 1000000, "0", "token bucket size (0: one second of rate)", NULL},
 
     {"breaker", "failure_threshold", T_INT, D(failure_threshold), 1, 1000000, "10", "consecutive failures that open the breaker", NULL},
@@ -111,30 +111,78 @@ static int is_ep_setting(const struct cfg_def *d)
            d->off < offsetof(struct config, dflt) + sizeof(struct ep_settings);
 }
 
-static int parse_rate(const char *v, double *out)
+/* "10/s", "600/m", "100/min, 1000/h", "0" (unlimited). A bare number is
+ * per second. */
+static int parse_rates(const char *v, struct ep_rates *out)
 {
-    char *end;
-    double r;
+    struct ep_rates r = {0};
+    const char *p = v;
 
-    if (!*v || !isdigit((unsigned char)*v))
-        return -1;
-    r = strtod(v, &end);
-    if (end == v || r < 0 || r > 1e6)
-        return -1;
-    while (*end == ' ')
-        end++;
-    if (*end == '\0' || strcasecmp(end, "/s") == 0 || strcasecmp(end, "/sec") == 0)
-        ;
-    else if (strcasecmp(end, "/m") == 0 || strcasecmp(end, "/min") == 0)
-        r /= 60.0;
-    else if (strcasecmp(end, "/h") == 0)
-        r /= 3600.0;
-    else
-        return -1;
+    while (*p) {
+        char *end;
+        double n;
+        int64_t per = 1000;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!isdigit((unsigned char)*p))
+            return -1;
+        n = strtod(p, &end);
+        if (end == p || n < 0 || n > 1e9)
+            return -1;
+        p = end;
+        while (*p == ' ')
+            p++;
+        if (*p == '/') {
+            size_t u = strcspn(++p, ", \t");
+            if ((u == 1 && *p == 's') || (u == 3 && strncasecmp(p, "sec", 3) == 0))
+                per = 1000;
+            else if ((u == 1 && *p == 'm') || (u == 3 && strncasecmp(p, "min", 3) == 0))
+                per = 60000;
+            else if (u == 1 && *p == 'h')
+                per = 3600000;
+            else if (u == 1 && *p == 'd')
+                per = 86400000;
+            else
+                return -1;
+            p += u;
+        }
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return -1;
+        if (n == 0) {
+            if (r.n || *p)   /* "0" means unlimited, alone */
+                return -1;
+            continue;
+        }
+        if (r.n == EP_RATES_MAX)
+            return -1;
+        r.r[r.n].count = n;
+        r.r[r.n].per_ms = per;
+        r.n++;
+    }
     *out = r;
     return 0;
 }
 
+static void fmt_rates(const struct ep_rates *r, char *out, size_t n)
+{
+    size_t len = 0;
+    int i;
+
+    out[0] = '\0';
+    if (r->n <= 0) {
+        snprintf(out, n, "0");
+        return;
+    }
+    for (i = 0; i < r->n && len < n; i++) {
+        int64_t p = r->r[i].per_ms;
+        const char *u = p == 86400000 ? "d" : p == 3600000 ? "h" : p == 60000 ? "m" : "s";
+        len += (size_t)snprintf(out + len, n - len, "%s%g/%s", i ? ", " : "", r->r[i].count, u);
+    }
+}
 
 /* Parse value per d into base (struct config or the ep_settings, offset
  * adjusted by the caller). */
@@ -192,11 +240,9 @@ static int set_value(const struct cfg_def *d, char *base, const char *v, char *e
         goto bad;
     }
     case T_RATE: {
-        double r;
-        what = "rate (e.g. 10/s, 600/m; 0 unlimited)";
-        if (parse_rate(v, &r) < 0)
+        what = "rate (e.g. 10/s, 600/m, or 100/m, 1000/h; 0 unlimited)";
+        if (parse_rates(v, (struct ep_rates *)(void *)(base + d->off)) < 0)
             goto bad;
-        *(double *)(base + d->off) = r;
         return 0;
     }
     }
@@ -244,7 +290,7 @@ static void settings_unset(struct ep_settings *s)
     s->max_attempts = s->timeout_ms = s->connect_timeout_ms = -1;
     s->base_delay_ms = s->max_delay_ms = s->max_in_flight = -1;
     s->failure_threshold = s->cooldown_ms = s->max_cooldown_ms = -1;
-    s->rate_per_sec = -1;
+    s->rate.n = -1;
     s->burst = -1;
 }
 
@@ -527,7 +573,8 @@ struct ep_settings ep_settings_effective(const struct ep_settings *ep, const str
     INH(failure_threshold);
     INH(cooldown_ms);
     INH(max_cooldown_ms);
-    INH(rate_per_sec);
+    if (ep->rate.n >= 0)
+        r.rate = ep->rate;
     INH(burst);
 #undef INH
     return r;
@@ -574,7 +621,7 @@ static void fmt_value(const struct cfg_def *d, const char *base, char *out, size
         snprintf(out, n, "%s", d->names[*(const int *)(base + d->off)]);
         break;
     case T_RATE:
-        snprintf(out, n, "%g/s", *(const double *)(base + d->off));
+        fmt_rates((const struct ep_rates *)(const void *)(base + d->off), out, n);
         break;
     }
 }
@@ -590,7 +637,7 @@ void ep_settings_each(const struct ep_settings *s, void (*fn)(void *ctx, const c
         const struct cfg_def *d = &cfg_table[i];
         if (!is_ep_setting(d))
             continue;
-        if (d->type == T_RATE ? *(const double *)(base + d->off) < 0
+        if (d->type == T_RATE ? ((const struct ep_rates *)(const void *)(base + d->off))->n < 0
                               : *(const int64_t *)(base + d->off) < 0)
             continue;
         fmt_value(d, base, v, sizeof v);

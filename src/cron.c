@@ -5,47 +5,47 @@
 
 #include <string.h>
 
-static int64_t cron_base;
-
 void cron_init(struct cron *s, int64_t now_mono)
 {
     memset(s, 0, sizeof *s);
-    cron_base = now_mono;
+    s->base_mono = now_mono;
 }
 
-int cron_add(struct cron *s, const char *name, int64_t period_ms, cron_fn fn, void *ctx)
+int cron_add(struct cron *s, const char *name, enum cron_runner runner, int64_t period_ms, cron_fn fn, void *ctx)
 {
     struct cron_job *j;
 
     if (s->n >= CRON_MAX_JOBS || period_ms <= 0)
         return -1;
     j = &s->jobs[s->n++];
+    memset(j, 0, sizeof *j);
     j->name = name;
+    j->runner = runner;
     j->period_ms = period_ms;
-    j->next_mono = cron_base + period_ms;
+    j->next_mono = s->base_mono + period_ms;
     j->fn = fn;
     j->ctx = ctx;
     return 0;
 }
 
-void cron_soon(struct cron *s, const char *name, int64_t in_ms)
+void cron_soon(struct cron *s, const char *name, int64_t now_mono, int64_t in_ms)
 {
     size_t i;
-    int64_t at = util_mono_ms() + in_ms;
+    int64_t at = now_mono + in_ms;
 
     for (i = 0; i < s->n; i++)
         if (strcmp(s->jobs[i].name, name) == 0 && s->jobs[i].next_mono > at)
             s->jobs[i].next_mono = at;
 }
 
-void cron_run(struct cron *s, int64_t now_mono, int64_t now_ms)
+void cron_run(struct cron *s, enum cron_runner runner, int64_t now_mono, int64_t now_ms)
 {
     size_t i;
 
     for (i = 0; i < s->n; i++) {
         struct cron_job *j = &s->jobs[i];
         int64_t t0, dt;
-        if (j->next_mono > now_mono)
+        if (j->runner != runner || j->next_mono > now_mono)
             continue;
         /* next run one period from now: a late job does not fire in bursts */
         j->next_mono = now_mono + j->period_ms;
@@ -60,13 +60,13 @@ void cron_run(struct cron *s, int64_t now_mono, int64_t now_ms)
     }
 }
 
-int64_t cron_next(const struct cron *s)
+int64_t cron_next(const struct cron *s, enum cron_runner runner)
 {
     int64_t m = INT64_MAX;
     size_t i;
 
     for (i = 0; i < s->n; i++)
-        if (s->jobs[i].next_mono < m)
+        if (s->jobs[i].runner == runner && s->jobs[i].next_mono < m)
             m = s->jobs[i].next_mono;
     return m;
 }

@@ -1,7 +1,7 @@
-/* db.c - connections, pragmas, schema migration. */
+/* db.c - the SQLite backend's connections: the single-instance lock,
+ * opening (integrity check, schema migration, pragmas), statements. */
 #include "db.h"
 #include "log.h"
-#include "proto.h"
 #include "schema_sql.h"
 #include "util.h"
 
@@ -96,16 +96,6 @@ int db_prepare(sqlite3 *db, sqlite3_stmt **st, const char *sql)
         return -1;
     }
     return 0;
-}
-
-const char *db_error_code(int rc)
-{
-    switch (rc & 0xff) {
-    case SQLITE_FULL:
-        return PERR_STORAGE_FULL;
-    default:
-        return PERR_STORAGE_ERROR;
-    }
 }
 
 /* One integer from a one-row query; the SQLite result code. */

@@ -66,7 +66,7 @@ struct dthread {
 struct deliver {
     const struct config *c;
     struct netpolicy np;
-    int n;          /* threads running */
+    int n;          /* threads running; atomic (deliver_submit reads it) */
     int nalloc;     /* threads set up (to free) */
     struct dthread *t;
     deliver_done_fn done;
@@ -195,6 +195,7 @@ static int build_headers(struct xfer *x, int64_t ts)
 static void job_fail_now(struct djob *j, enum errclass c, const char *msg)
 {
     j->attempted = 1;
+    j->sample = 0;
     j->errc = c;
     j->http_status = 0;
     j->response_ms = 0;
@@ -330,13 +331,18 @@ static void printable(char *s)
 static void finish_transfer(struct dthread *t, struct xfer *x, CURLcode rc)
 {
     struct djob *j = x->job;
-    curl_off_t total_us = 0;
+    curl_off_t total_us = 0, pretransfer_us = 0;
     long status = 0;
 
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME_T, &total_us);
+    curl_easy_getinfo(x->easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
     j->attempted = 1;
     j->response_ms = (int64_t)(total_us / 1000);
+    /* a latency sample only when the request reached the endpoint: a 0 ms
+     * "sample" from a refused connect would drag p50 down exactly when
+     * the endpoint is broken */
+    j->sample = status > 0 || (pretransfer_us > 0 && !x->blocked);
     j->retry_after_ms = -1;
     if (x->retry_after[0]) {
         int64_t d;
@@ -572,7 +578,7 @@ int deliver_start(struct deliver **out, const struct config *c, int nthreads, de
             t->multi = NULL;
             goto fail;
         }
-        d->n++;
+        __atomic_store_n(&d->n, d->n + 1, __ATOMIC_RELEASE);
     }
     *out = d;
     return 0;
@@ -636,7 +642,8 @@ void deliver_stop(struct deliver *d, int64_t grace_ms)
     }
     for (i = 0; i < d->n; i++)
         pthread_join(d->t[i].th, NULL);
-    d->n = 0;
+    /* deliver_submit reads n without the threads' locks */
+    __atomic_store_n(&d->n, 0, __ATOMIC_RELEASE);
 }
 
 void deliver_free(struct deliver *d)

@@ -8,13 +8,6 @@
 
 const int64_t metrics_bucket_ms[METRICS_NBUCKETS] = {5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000};
 
-static const char *const qstatus_name[MQ__COUNT] = {
-    [MQ_PENDING] = "pending",
-    [MQ_FAILED] = "failed",
-    [MQ_IN_FLIGHT] = "in_flight",
-    [MQ_DELIVERED] = "delivered",
-    [MQ_DEAD_LETTER] = "dead_letter",
-};
 
 /* Same order as enum outcome; "dead_letter" rather than outcome_name()'s
  * spelling so the label matches the queue status it produces. */
@@ -98,16 +91,16 @@ static int render_endpoints(const struct metrics_snapshot *m, struct buf *b)
         return -1;
     for (i = 0; i < m->neps; i++) {
         if (buf_puts(b, "hookd_breaker_state{endpoint=\"") < 0 || metrics_label_escape(b, m->eps[i].name) < 0 ||
-            buf_printf(b, "\"} %d\n", breaker_value(m->eps[i].breaker)) < 0)
+            buf_printf(b, "\"} %d\n", breaker_value(m->eps[i].h.state)) < 0)
             return -1;
     }
     if (family(b, "hookd_endpoint_latency_seconds", "gauge",
                "Attempt response time percentiles per endpoint over the latency window.") < 0)
         return -1;
     for (i = 0; i < m->neps; i++) {
-        const struct metrics_endpoint *e = &m->eps[i];
-        const int64_t v[3] = {e->p50_ms, e->p95_ms, e->p99_ms};
-        if (!e->has_latency)
+        const struct store_endpoint_info *e = &m->eps[i];
+        const int64_t v[3] = {e->h.p50_ms, e->h.p95_ms, e->h.p99_ms};
+        if (!e->h.has_latency)
             continue;
         for (q = 0; q < 3; q++) {
             char s[32];
@@ -122,7 +115,7 @@ static int render_endpoints(const struct metrics_snapshot *m, struct buf *b)
         return -1;
     for (i = 0; i < m->neps; i++) {
         if (buf_puts(b, "hookd_endpoint_latency_samples{endpoint=\"") < 0 || metrics_label_escape(b, m->eps[i].name) < 0 ||
-            buf_printf(b, "\"} %" PRId64 "\n", m->eps[i].samples) < 0)
+            buf_printf(b, "\"} %" PRId64 "\n", m->eps[i].h.sample_count) < 0)
             return -1;
     }
     return 0;
@@ -166,11 +159,12 @@ int metrics_render(const struct metrics_snapshot *m, struct buf *b)
         goto fail;
     if (family(b, "hookd_queue_messages", "gauge", "Messages in the queue by status.") < 0)
         goto fail;
-    for (i = 0; i < MQ__COUNT; i++)
-        if (buf_printf(b, "hookd_queue_messages{status=\"%s\"} %" PRId64 "\n", qstatus_name[i], m->queue[i]) < 0)
+    for (i = 0; i < MSG__COUNT; i++)
+        if (buf_printf(b, "hookd_queue_messages{status=\"%s\"} %" PRId64 "\n", msg_status_name((enum msg_status)i),
+                       m->queue[i]) < 0)
             goto fail;
     if (family(b, "hookd_dead_letters", "gauge", "Messages in the dead letter queue.") < 0 ||
-        buf_printf(b, "hookd_dead_letters %" PRId64 "\n", m->queue[MQ_DEAD_LETTER]) < 0)
+        buf_printf(b, "hookd_dead_letters %" PRId64 "\n", m->queue[MSG_DEAD_LETTER]) < 0)
         goto fail;
     fmt_seconds(m->has_oldest_pending && m->oldest_pending_age_ms > 0 ? m->oldest_pending_age_ms : 0, s, sizeof s);
     if (family(b, "hookd_oldest_pending_age_seconds", "gauge",

@@ -2,6 +2,7 @@
 #include "outcome.h"
 
 #include <curl/curl.h>
+#include <stdio.h>
 
 enum outcome outcome_classify(int http_status, enum errclass errc)
 {
@@ -123,12 +124,20 @@ const char *errclass_name(enum errclass e)
     switch (e) {
     case ERRC_NONE:     return "";
     case ERRC_DNS:      return "dns";
-    case ERRC_CONNECT:  return "connect";
+    case ERRC_CONNECT:  return "connect_failed";
     case ERRC_TLS:      return "tls";
     case ERRC_TIMEOUT:  return "timeout";
     case ERRC_IO:       return "io";
-    case ERRC_BLOCKED:  return "blocked";
+    case ERRC_BLOCKED:  return "ssrf_blocked";
     case ERRC_INTERNAL: return "internal";
     }
     return "unknown";
+}
+
+void outcome_error_class(int http_status, enum errclass e, char *out, size_t n)
+{
+    if (http_status > 0)
+        snprintf(out, n, "http_%d", http_status);
+    else
+        snprintf(out, n, "%s", e == ERRC_NONE ? "no_response" : errclass_name(e));
 }

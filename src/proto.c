@@ -25,7 +25,7 @@ static const struct {
     {"endpoint.list", OP_ENDPOINT_LIST, 0, ""},
     {"endpoint.put", OP_ENDPOINT_PUT, 1, NULL},
     {"endpoint.delete", OP_ENDPOINT_DELETE, 1, "name"},
-    {"requeue", OP_REQUEUE, 1, "id endpoint since"},
+    {"requeue", OP_REQUEUE, 1, "id endpoint since statuses"},
     {"purge", OP_PURGE, 1, "endpoint since"},
     {"pause", OP_PAUSE, 1, "endpoint"},
     {"resume", OP_RESUME, 1, "endpoint"},
@@ -267,6 +267,40 @@ static int get_int(const cJSON *o, const char *name, int64_t *out, int64_t min, 
     return 1;
 }
 
+/* "statuses": one name or an array of them, of the statuses a requeue
+ * may take rows from. */
+static int get_statuses(const cJSON *o, unsigned *out, struct proto_err *err)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } names[] = {{"failed", PROTO_STATUS_FAILED},
+                 {"delivered", PROTO_STATUS_DELIVERED},
+                 {"dead_letter", PROTO_STATUS_DEAD_LETTER}};
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, "statuses"), *el;
+    size_t i;
+
+    *out = 0;
+    if (!it || cJSON_IsNull(it))
+        return 0;
+    if (cJSON_IsString(it))
+        el = it;
+    else if (cJSON_IsArray(it) && cJSON_GetArraySize(it) > 0)
+        el = it->child;
+    else
+        return fail(err, PERR_BAD_REQUEST, "field 'statuses' must be one of, or an array of: failed, delivered, dead_letter");
+    for (; el; el = el == it ? NULL : el->next) {
+        for (i = 0; cJSON_IsString(el) && i < sizeof names / sizeof names[0]; i++)
+            if (strcmp(el->valuestring, names[i].name) == 0)
+                break;
+        if (!cJSON_IsString(el) || i == sizeof names / sizeof names[0])
+            return fail(err, PERR_BAD_REQUEST,
+                        "field 'statuses' must be one of, or an array of: failed, delivered, dead_letter");
+        *out |= names[i].bit;
+    }
+    return 0;
+}
+
 static int printable_id(const char *s)
 {
     for (; *s; s++)
@@ -457,6 +491,8 @@ int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
             fail(err, PERR_BAD_REQUEST, "requeue needs exactly one of 'id' or 'endpoint'");
             goto out;
         }
+        if (get_statuses(o, &r->statuses, err) < 0)
+            goto out;
         break;
     }
     case OP_PURGE:

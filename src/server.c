@@ -3,12 +3,13 @@
  * (enqueue, admin) or the reader (queries) and their replies come back
  * through a completion list and an eventfd, written in request order. */
 #include "server.h"
-#include "db.h"
+#include "cron.h"
 #include "deliver.h"
 #include "log.h"
 #include "proto.h"
 #include "reader.h"
 #include "req.h"
+#include "store.h"
 #include "util.h"
 #include "writer.h"
 
@@ -66,6 +67,7 @@ static struct {
     struct writer *w;
     struct reader *rd;
     struct deliver *d;
+    struct cron jobs;         /* the one table of periodic jobs */
     struct conn *conns;
     struct conn *grave;       /* freed at the end of a loop turn */
     size_t nconns;
@@ -73,15 +75,19 @@ static struct {
     int stopped;              /* under mu: the stopper thread finished */
     int fatal_status;         /* under mu: exit with this after flushing */
     struct proto_limits lim;
+    sigset_t sigs;
 } S;
 
 /* ---- completions (any thread) ---- */
 
-void server_complete(struct req *r)
+/* The reply port of every request: a finished one joins the completion
+ * list and the event loop is woken to write it. */
+static void complete(const struct req_port *port, struct req *r)
 {
     uint64_t one = 1;
     int was_empty;
 
+    (void)port;
     pthread_mutex_lock(&S.mu);
     was_empty = S.done_head == NULL;
     r->next = S.done_head;
@@ -91,28 +97,20 @@ void server_complete(struct req *r)
         log_error("eventfd_write", "err=\"%s\"", strerror(errno));
 }
 
-void server_fatal(int status)
+static const struct req_port reply_port = {complete};
+
+/* An unrecoverable storage error (the writer's callback): write the
+ * replies already completed, then exit with status. */
+static void fatal(void *ctx, int status)
 {
     uint64_t one = 1;
 
+    (void)ctx;
     pthread_mutex_lock(&S.mu);
     S.fatal_status = status;
     pthread_mutex_unlock(&S.mu);
     if (write(S.efd, &one, sizeof one) < 0)
         (void)0;
-}
-
-void req_error(struct req *r, const char *code, const char *fmt, ...)
-{
-    char msg[300];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    r->reply.len = 0;
-    if (proto_reply_error(&r->reply, code, msg) < 0)
-        r->reply.len = 0;
 }
 
 /* ---- connections ---- */
@@ -238,6 +236,7 @@ static struct req *req_new(struct conn *c)
     if (!r)
         return NULL;
     r->conn = c;
+    r->port = &reply_port;
     if (c->tail)
         c->tail->fifo = r;
     else
@@ -546,13 +545,22 @@ fail:
     return -1;
 }
 
+/* Stop the threads in flow order: the writer first (it stops claiming,
+ * lets the delivery threads finish within the grace period and records
+ * their results), then the reader. */
+static void stop_threads(void)
+{
+    writer_stop(S.w, S.d);
+    reader_stop(S.rd);
+    S.rd = NULL;
+}
+
 static void *stopper_main(void *arg)
 {
     uint64_t one = 1;
 
     (void)arg;
-    writer_stop(S.w, S.d);
-    reader_stop(S.rd);
+    stop_threads();
     pthread_mutex_lock(&S.mu);
     S.stopped = 1;
     pthread_mutex_unlock(&S.mu);
@@ -586,14 +594,91 @@ static int nthreads_default(const struct config *c)
     return n < 1 ? 1 : (int)n;
 }
 
+/* The writer store, the writer, the control socket, the reader, the
+ * delivery pool and the writer's thread, in that order. */
+static int start(const struct config *c, char *err, size_t errlen)
+{
+    struct epoll_event ev;
+    struct store *st = NULL;
+
+    cron_init(&S.jobs, util_mono_ms());
+    if (store_open(c, STORE_WRITER, &st, err, errlen) < 0 || writer_create(&S.w, c, st, &S.jobs, err, errlen) < 0)
+        return -1;
+    if ((S.lfd = make_socket(err, errlen)) < 0)
+        return -1;
+    S.ep = epoll_create1(EPOLL_CLOEXEC);
+    S.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    S.sfd = signalfd(-1, &S.sigs, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (S.ep < 0 || S.efd < 0 || S.sfd < 0) {
+        snprintf(err, errlen, "%s", strerror(errno));
+        return -1;
+    }
+    ev.events = EPOLLIN;
+    ev.data.ptr = &S.lfd;
+    epoll_ctl(S.ep, EPOLL_CTL_ADD, S.lfd, &ev);
+    ev.data.ptr = &S.efd;
+    epoll_ctl(S.ep, EPOLL_CTL_ADD, S.efd, &ev);
+    ev.data.ptr = &S.sfd;
+    epoll_ctl(S.ep, EPOLL_CTL_ADD, S.sfd, &ev);
+    if (reader_start(&S.rd, c, &S.jobs, writer_rollup, S.w, err, errlen) < 0)
+        return -1;
+    if (deliver_start(&S.d, c, nthreads_default(c), writer_results, S.w) < 0) {
+        snprintf(err, errlen, "cannot start delivery threads");
+        return -1;
+    }
+    if (writer_start(S.w, S.d, fatal, NULL) < 0) {
+        snprintf(err, errlen, "cannot start writer thread");
+        deliver_stop(S.d, 0);
+        return -1;
+    }
+    return 0;
+}
+
+static void on_signal(const char *config_path, pthread_t *stopper, int *stopper_started)
+{
+    struct signalfd_siginfo si;
+
+    while (read(S.sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (si.ssi_signo == SIGHUP) {
+            reload_config(config_path);
+            continue;
+        }
+        if (S.shutting_down)
+            continue;
+        log_info("stopping", "signal=%s", si.ssi_signo == SIGTERM ? "TERM" : "INT");
+        S.shutting_down = 1;
+        epoll_ctl(S.ep, EPOLL_CTL_DEL, S.lfd, NULL);
+        close(S.lfd);
+        S.lfd = -1;
+        unlink(S.c->socket_path);
+        if (pthread_create(stopper, NULL, stopper_main, NULL) == 0)
+            *stopper_started = 1;
+        else
+            stopper_main(NULL);
+    }
+}
+
+/* Write what is finished and close every connection (blocking, best effort). */
+static void flush_all(void)
+{
+    drain_completions();
+    while (S.conns) {
+        struct conn *cn = S.conns;
+        int fl = fcntl(cn->fd, F_GETFL);
+        fcntl(cn->fd, F_SETFL, fl & ~O_NONBLOCK);
+        conn_flush(cn);
+        if (!cn->dead)
+            conn_close(cn);
+    }
+    conn_reap();
+}
+
 int server_run(struct config *c, const char *config_path)
 {
-    struct epoll_event ev, evs[256];
-    sigset_t sigs;
-    sqlite3 *db = NULL;
+    struct epoll_event evs[256];
     pthread_t stopper;
     char err[512];
-    int rc = 1, i, n, stopper_started = 0, lock_fd = -1;
+    int rc = 1, i, n, stopper_started = 0, threads = 0;
 
     memset(&S, 0, sizeof S);
     S.c = c;
@@ -611,70 +696,31 @@ int server_run(struct config *c, const char *config_path)
             setrlimit(RLIMIT_NOFILE, &rl);
         }
     }
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGHUP);
+    sigemptyset(&S.sigs);
+    sigaddset(&S.sigs, SIGTERM);
+    sigaddset(&S.sigs, SIGINT);
+    sigaddset(&S.sigs, SIGHUP);
     /* blocked before any thread starts, so only the signalfd sees them */
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    /* SQLite's allocation statistics take a global mutex on every malloc */
-    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    pthread_sigmask(SIG_BLOCK, &S.sigs, NULL);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         log_error("start_failed", "err=\"curl_global_init failed\"");
         return 1;
     }
-    if (db_lock(c, &lock_fd, err, sizeof err) < 0) {
+    if (start(c, err, sizeof err) < 0) {
         log_error("start_failed", "err=\"%s\"", err);
         goto out;
     }
-    if (db_open_writer(c, &db, err, sizeof err) < 0 || writer_create(&S.w, c, db, err, sizeof err) < 0) {
-        log_error("start_failed", "err=\"%s\"", err);
-        if (db && !S.w)
-            db_close(db);
-        goto out;
-    }
-    if ((S.lfd = make_socket(err, sizeof err)) < 0) {
-        log_error("start_failed", "err=\"%s\"", err);
-        goto out;
-    }
-    S.ep = epoll_create1(EPOLL_CLOEXEC);
-    S.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    S.sfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (S.ep < 0 || S.efd < 0 || S.sfd < 0) {
-        log_error("start_failed", "err=\"%s\"", strerror(errno));
-        goto out;
-    }
-    ev.events = EPOLLIN;
-    ev.data.ptr = &S.lfd;
-    epoll_ctl(S.ep, EPOLL_CTL_ADD, S.lfd, &ev);
-    ev.data.ptr = &S.efd;
-    epoll_ctl(S.ep, EPOLL_CTL_ADD, S.efd, &ev);
-    ev.data.ptr = &S.sfd;
-    epoll_ctl(S.ep, EPOLL_CTL_ADD, S.sfd, &ev);
-
-    if (reader_start(&S.rd, c, S.w, err, sizeof err) < 0) {
-        log_error("start_failed", "err=\"%s\"", err);
-        goto out;
-    }
-    if (deliver_start(&S.d, c, nthreads_default(c), writer_results, S.w) < 0) {
-        log_error("start_failed", "err=\"cannot start delivery threads\"");
-        goto out;
-    }
-    if (writer_start(S.w, S.d, S.rd) < 0) {
-        log_error("start_failed", "err=\"cannot start writer thread\"");
-        deliver_stop(S.d, 0);
-        goto out;
-    }
+    threads = 1;
     log_info("started", "version=%s pid=%d socket=%s db=%s workers=%d synchronous=%d", HOOKD_VERSION, (int)getpid(),
              c->socket_path, c->db_path, nthreads_default(c), c->synchronous);
 
     for (;;) {
-        int stopped, fatal;
+        int stopped, fatal_status;
         n = epoll_wait(S.ep, evs, 256, -1);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            log_error("epoll_wait", "err=\"%s\"", strerror(errno));
+            log_error("epoll_wait", "err=\"%s\" action=\"stopping\"", strerror(errno));
             break;
         }
         for (i = 0; i < n; i++) {
@@ -684,23 +730,7 @@ int server_run(struct config *c, const char *config_path)
             } else if (p == &S.efd) {
                 drain_completions();
             } else if (p == &S.sfd) {
-                struct signalfd_siginfo si;
-                while (read(S.sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-                    if (si.ssi_signo == SIGHUP) {
-                        reload_config(config_path);
-                    } else if (!S.shutting_down) {
-                        log_info("stopping", "signal=%s", si.ssi_signo == SIGTERM ? "TERM" : "INT");
-                        S.shutting_down = 1;
-                        epoll_ctl(S.ep, EPOLL_CTL_DEL, S.lfd, NULL);
-                        close(S.lfd);
-                        S.lfd = -1;
-                        unlink(c->socket_path);
-                        if (pthread_create(&stopper, NULL, stopper_main, NULL) == 0)
-                            stopper_started = 1;
-                        else
-                            stopper_main(NULL);
-                    }
-                }
+                on_signal(config_path, &stopper, &stopper_started);
             } else {
                 struct conn *cn = p;
                 if (evs[i].events & (EPOLLERR)) {
@@ -727,35 +757,31 @@ int server_run(struct config *c, const char *config_path)
         conn_reap();
         pthread_mutex_lock(&S.mu);
         stopped = S.stopped;
-        fatal = S.fatal_status;
+        fatal_status = S.fatal_status;
         pthread_mutex_unlock(&S.mu);
-        if (fatal)
-            fatal_exit(fatal);
-        if (stopped)
+        if (fatal_status)
+            fatal_exit(fatal_status);
+        if (stopped) {
+            rc = 0;
             break;
+        }
     }
-    rc = 0;
+out:
+    /* every way out stops the threads before what they use is freed: the
+     * stopper ran (or runs) it, or it runs here */
+    S.shutting_down = 1;
     if (stopper_started)
         pthread_join(stopper, NULL);
-    /* last replies: blocking best effort */
-    drain_completions();
-    while (S.conns) {
-        struct conn *cn = S.conns;
-        int fl = fcntl(cn->fd, F_GETFL);
-        fcntl(cn->fd, F_SETFL, fl & ~O_NONBLOCK);
-        conn_flush(cn);
-        if (!cn->dead)
-            conn_close(cn);
-    }
-    conn_reap();
-    log_info("stopped", "status=clean");
-out:
-    if (rc != 0 && S.rd)
+    else if (threads && !S.stopped)
+        stop_threads();
+    else if (S.rd)
         reader_stop(S.rd);
+    flush_all();
+    if (rc == 0)
+        log_info("stopped", "status=clean");
     if (S.d)
         deliver_free(S.d);
-    if (S.w)
-        writer_free(S.w);
+    writer_free(S.w);   /* closes the store, releasing the lock last */
     if (S.lfd >= 0) {
         close(S.lfd);
         unlink(c->socket_path);
@@ -767,7 +793,5 @@ out:
     if (S.sfd >= 0)
         close(S.sfd);
     curl_global_cleanup();
-    if (lock_fd >= 0)
-        close(lock_fd);  /* after the database is closed */
     return rc;
 }

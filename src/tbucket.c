@@ -76,3 +76,48 @@ int64_t tbucket_ready_at(struct tbucket *tb, int64_t now_ms)
         return INT64_MAX;
     return now_ms + (int64_t)wait;
 }
+
+void tlimit_init(struct tlimit *tl, const double *count, const int64_t *per_ms, int n, double burst, int64_t now_ms)
+{
+    int i;
+
+    tl->n = 0;
+    for (i = 0; i < n && i < TLIMIT_MAX; i++) {
+        if (!(count[i] > 0) || per_ms[i] <= 0)
+            continue;
+        tbucket_init(&tl->b[tl->n++], count[i] * 1000.0 / (double)per_ms[i], burst, now_ms);
+    }
+}
+
+int tlimit_take(struct tlimit *tl, int64_t now_ms)
+{
+    int i;
+
+    for (i = 0; i < tl->n; i++)
+        if (tbucket_ready_at(&tl->b[i], now_ms) > now_ms)
+            return 0;
+    for (i = 0; i < tl->n; i++)
+        tbucket_take(&tl->b[i], now_ms);
+    return 1;
+}
+
+void tlimit_refund(struct tlimit *tl, int k)
+{
+    int i;
+
+    for (i = 0; i < tl->n && k > 0; i++) {
+        double t = tl->b[i].tokens + (double)k;
+        tl->b[i].tokens = t < tl->b[i].burst ? t : tl->b[i].burst;
+    }
+}
+
+int64_t tlimit_ready_at(struct tlimit *tl, int64_t now_ms)
+{
+    int64_t at = now_ms, t;
+    int i;
+
+    for (i = 0; i < tl->n; i++)
+        if ((t = tbucket_ready_at(&tl->b[i], now_ms)) > at)
+            at = t;
+    return at;
+}

@@ -35,8 +35,10 @@ int buf_reserve(struct buf *b, size_t extra)
     size_t need, ncap;
     char *np;
 
-    if (extra > SIZE_MAX - b->len - 1)
+    if (b->failed)
         return -1;
+    if (extra > SIZE_MAX - b->len - 1)
+        goto fail;
     need = b->len + extra + 1;
     if (need <= b->cap)
         return 0;
@@ -50,10 +52,13 @@ int buf_reserve(struct buf *b, size_t extra)
     }
     np = realloc(b->p, ncap);
     if (!np)
-        return -1;
+        goto fail;
     b->p = np;
     b->cap = ncap;
     return 0;
+fail:
+    b->failed = 1;
+    return -1;
 }
 
 int buf_append(struct buf *b, const void *data, size_t n)
@@ -80,6 +85,8 @@ int buf_vprintf(struct buf *b, const char *fmt, va_list ap)
     va_copy(cp, ap);
     n = vsnprintf(NULL, 0, fmt, cp);
     va_end(cp);
+    if (n < 0)
+        b->failed = 1;
     if (n < 0 || buf_reserve(b, (size_t)n) < 0)
         return -1;
     vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
@@ -150,6 +157,15 @@ void buf_free(struct buf *b)
     free(b->p);
     b->p = NULL;
     b->len = b->cap = 0;
+    b->failed = 0;
+}
+
+void buf_reset(struct buf *b)
+{
+    b->len = 0;
+    b->failed = 0;
+    if (b->p)
+        b->p[0] = '\0';
 }
 
 int util_parse_int(const char *s, int64_t *out)

@@ -270,7 +270,7 @@ CASES = {
     "slowloris_body": (lambda: slowloris_body, "dead_letter", {"timeout"}, {None, 200}),
     "endless_body_200_length": (lambda: endless(200, False), "delivered", {None, ""}, {200}),
     "endless_body_200_chunked": (lambda: endless(200, True), "delivered", {None, ""}, {200}),
-    "endless_body_500_chunked": (lambda: endless(500, True), "dead_letter", {None, ""}, {500}),
+    "endless_body_500_chunked": (lambda: endless(500, True), "dead_letter", {"http_500"}, {500}),
     "huge_headers_one_line": (lambda: huge_headers(True), None, {None, "", "io"}, {None, 200}),
     "huge_headers_many": (lambda: huge_headers(False), None, {None, "", "io"}, {None, 200}),
     "reset_mid_response": (lambda: reset_mid_response, "dead_letter", {"io"}, {None}),

@@ -27,7 +27,7 @@ def assert_refused(d, mid, rng=None):
         assert rng in row["last_error"], row["last_error"]
     assert row["attempt_count"] == 1 and row["last_status_code"] is None, row
     m = d.get(mid)
-    assert [a["error_class"] for a in m["attempts"]] == ["blocked"] or len(m["attempts"]) == 1, m["attempts"]
+    assert [a["error_class"] for a in m["attempts"]] == ["ssrf_blocked"] or len(m["attempts"]) == 1, m["attempts"]
     return row
 
 
@@ -64,7 +64,7 @@ def test_internal_addresses_refused_before_connecting(hookd, host, rng, allow):
     row = assert_refused(d, r["id"], rng)
     took = time.monotonic() - t0
     m = d.get(r["id"])
-    assert m["attempts"][0]["error_class"] == "blocked", m["attempts"]
+    assert m["attempts"][0]["error_class"] == "ssrf_blocked", m["attempts"]
     assert took < 2.5, "refusal took %.1fs: it waited for a connect" % took
 
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "endpoint.h"
 #include "util.h"
 
 static char path[64];
@@ -70,7 +71,8 @@ static void test_units_and_values(void **st)
     assert_int_equal(c.dflt.timeout_ms, 500);
     assert_int_equal(c.dflt.base_delay_ms, 2000);
     assert_int_equal(c.dflt.max_delay_ms, 300000);
-    assert_true(c.dflt.rate_per_sec > 9.99 && c.dflt.rate_per_sec < 10.01);
+    assert_int_equal(c.dflt.rate.n, 1);
+    assert_true(c.dflt.rate.r[0].count == 600 && c.dflt.rate.r[0].per_ms == 60000);
     assert_int_equal(c.max_payload, 65536);
     config_free(&c);
 }
@@ -150,6 +152,57 @@ static void test_endpoints(void **st)
     config_free(&c);
 }
 
+/* The seed's example receiver allows 100 requests a minute and 1,000 an
+ * hour: both windows on one endpoint. */
+static void test_rate_windows(void **st)
+{
+    struct ep_def d;
+    char err[256], buf[128];
+    struct ep_settings eff, dflt;
+
+    (void)st;
+    ep_def_init(&d);
+    assert_int_equal(ep_def_set(&d, "rate", "100/min, 1000/h", err, sizeof err), 0);
+    assert_int_equal(d.s.rate.n, 2);
+    assert_true(d.s.rate.r[0].count == 100 && d.s.rate.r[0].per_ms == 60000);
+    assert_true(d.s.rate.r[1].count == 1000 && d.s.rate.r[1].per_ms == 3600000);
+    /* inherited unless set; "0" is an explicit "unlimited" */
+    ep_def_init(&d);
+    dflt = d.s;
+    dflt.rate.n = 1;
+    dflt.rate.r[0].count = 5;
+    dflt.rate.r[0].per_ms = 1000;
+    eff = ep_settings_effective(&d.s, &dflt);
+    assert_int_equal(eff.rate.n, 1);
+    assert_int_equal(ep_def_set(&d, "rate", "0", err, sizeof err), 0);
+    eff = ep_settings_effective(&d.s, &dflt);
+    assert_int_equal(eff.rate.n, 0);
+    /* what is stored (settings JSON) reads back the same */
+    assert_int_equal(ep_def_set(&d, "rate", "2.5/s,30/m ,7/d", err, sizeof err), 0);
+    {
+        struct ep_def back;
+        char *json = ep_json_settings(&d.s);
+        assert_non_null(json);
+        assert_non_null(strstr(json, "\"2.5/s, 30/m, 7/d\""));
+        assert_int_equal(ep_def_from_stored(&back, "x", "https://a.example/", "[]", "[]", NULL, json, 0), 0);
+        assert_int_equal(back.s.rate.n, 3);
+        assert_true(back.s.rate.r[2].count == 7 && back.s.rate.r[2].per_ms == 86400000);
+        ep_def_free(&back);
+        free(json);
+    }
+    {
+        static const char *const bad[] = {"10/x", "-1/s", "0, 5/s", "1/s 2/s", "a/s", "1/s,1/s,1/s,1/s,1/s"};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            err[0] = '\0';
+            if (ep_def_set(&d, "rate", bad[i], err, sizeof err) == 0)
+                fail_msg("rate '%s' accepted", bad[i]);
+            snprintf(buf, sizeof buf, "%s", err);
+            assert_non_null(strstr(buf, "rate"));
+        }
+    }
+    ep_def_free(&d);
+}
+
 static void test_durations_sizes(void **st)
 {
     int64_t v;
@@ -178,6 +231,7 @@ int main(void)
         cmocka_unit_test(test_errors_name_file_line_key_value),
         cmocka_unit_test(test_secret_never_in_error),
         cmocka_unit_test(test_endpoints),
+        cmocka_unit_test(test_rate_windows),
         cmocka_unit_test(test_durations_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

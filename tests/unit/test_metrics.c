@@ -12,24 +12,24 @@
 #include "metrics.h"
 #include "util.h"
 
-static const struct metrics_endpoint sample_eps[] = {
-    {.name = "alpha", .breaker = BREAKER_CLOSED, .has_latency = 1, .p50_ms = 12, .p95_ms = 2500, .p99_ms = 10001,
-     .samples = 40},
+static const struct store_endpoint_info sample_eps[] = {
+    {.name = "alpha",
+     .h = {.state = BREAKER_CLOSED, .has_latency = 1, .p50_ms = 12, .p95_ms = 2500, .p99_ms = 10001, .sample_count = 40}},
     /* a name the config would refuse, to exercise escaping anyway */
-    {.name = "we\"ird\\na\nme", .breaker = BREAKER_OPEN, .has_latency = 0, .samples = 0},
-    {.name = "probe", .breaker = BREAKER_HALF_OPEN, .has_latency = 1, .p50_ms = 0, .p95_ms = 5, .p99_ms = 999,
-     .samples = 3},
+    {.name = "we\"ird\\na\nme", .h = {.state = BREAKER_OPEN, .has_latency = 0, .sample_count = 0}},
+    {.name = "probe",
+     .h = {.state = BREAKER_HALF_OPEN, .has_latency = 1, .p50_ms = 0, .p95_ms = 5, .p99_ms = 999, .sample_count = 3}},
 };
 
 static void sample(struct metrics_snapshot *m)
 {
     memset(m, 0, sizeof *m);
     m->version = "1.2.3";
-    m->queue[MQ_PENDING] = 7;
-    m->queue[MQ_FAILED] = 2;
-    m->queue[MQ_IN_FLIGHT] = 1;
-    m->queue[MQ_DELIVERED] = 1000;
-    m->queue[MQ_DEAD_LETTER] = 4;
+    m->queue[MSG_PENDING] = 7;
+    m->queue[MSG_FAILED] = 2;
+    m->queue[MSG_IN_FLIGHT] = 1;
+    m->queue[MSG_DELIVERED] = 1000;
+    m->queue[MSG_DEAD_LETTER] = 4;
     m->has_oldest_pending = 1;
     m->oldest_pending_age_ms = 61500;
     m->outcomes[0] = 10;

@@ -166,12 +166,24 @@ static void test_names(void **state)
     assert_string_equal(outcome_name(OUTCOME_GONE), "gone");
     assert_string_equal(errclass_name(ERRC_NONE), "");
     assert_string_equal(errclass_name(ERRC_DNS), "dns");
-    assert_string_equal(errclass_name(ERRC_CONNECT), "connect");
+    assert_string_equal(errclass_name(ERRC_CONNECT), "connect_failed");
     assert_string_equal(errclass_name(ERRC_TLS), "tls");
     assert_string_equal(errclass_name(ERRC_TIMEOUT), "timeout");
     assert_string_equal(errclass_name(ERRC_IO), "io");
-    assert_string_equal(errclass_name(ERRC_BLOCKED), "blocked");
+    assert_string_equal(errclass_name(ERRC_BLOCKED), "ssrf_blocked");
     assert_string_equal(errclass_name(ERRC_INTERNAL), "internal");
+    {
+        /* the dead-letter analysis groups by these: stable, body-free */
+        char c[32];
+        outcome_error_class(503, ERRC_NONE, c, sizeof c);
+        assert_string_equal(c, "http_503");
+        outcome_error_class(0, ERRC_TIMEOUT, c, sizeof c);
+        assert_string_equal(c, "timeout");
+        outcome_error_class(0, ERRC_BLOCKED, c, sizeof c);
+        assert_string_equal(c, "ssrf_blocked");
+        outcome_error_class(0, ERRC_NONE, c, sizeof c);
+        assert_string_equal(c, "no_response");
+    }
     /* Enum values the header fixes (stored in the database). */
     assert_int_equal(OUTCOME_DELIVERED, 0);
     assert_int_equal(ERRC_NONE, 0);

@@ -242,6 +242,52 @@ static void test_tiny_rate_never(void **state)
     assert_true(r > T0 + 999999999999000 && r <= T0 + 1000000000000001);
 }
 
+/* "100/m, 1000/h" over a simulated day of a greedy sender: no minute
+ * window ever holds more than 100 + one burst, no hour more than 1000 +
+ * one burst, and the hour limit is what the sender gets over the day. */
+static void test_two_windows(void **state)
+{
+    static const double count[] = {100, 1000};
+    static const int64_t per[] = {60000, 3600000};
+    struct tlimit tl;
+    int64_t t, sent_min = 0, sent_hour = 0, total = 0, max_min = 0, max_hour = 0;
+
+    (void)state;
+    tlimit_init(&tl, count, per, 2, 0, T0);
+    assert_int_equal(tl.n, 2);
+    for (t = T0; t < T0 + 86400000; t += 100) {
+        if ((t - T0) % 60000 == 0) {
+            if (sent_min > max_min)
+                max_min = sent_min;
+            sent_min = 0;
+        }
+        if ((t - T0) % 3600000 == 0) {
+            if (sent_hour > max_hour)
+                max_hour = sent_hour;
+            sent_hour = 0;
+        }
+        while (tlimit_take(&tl, t)) {
+            sent_min++;
+            sent_hour++;
+            total++;
+        }
+    }
+    assert_true(max_min <= 100 + 2);
+    assert_true(max_hour <= 1000 + 2);
+    assert_true(total >= 24 * 1000 - 2 && total <= 24 * 1000 + 2);
+    /* refused means every window: ready_at is the latest bucket's */
+    while (tlimit_take(&tl, t))
+        ;
+    assert_true(tlimit_ready_at(&tl, t) > t);
+    tlimit_refund(&tl, 1);
+    assert_int_equal(tlimit_take(&tl, t), 1);
+    /* no windows: unlimited */
+    tlimit_init(&tl, count, per, 0, 0, T0);
+    for (int i = 0; i < 10000; i++)
+        assert_int_equal(tlimit_take(&tl, T0), 1);
+    assert_int_equal(tlimit_ready_at(&tl, T0), T0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_long_idle_caps_at_burst),
         cmocka_unit_test(test_clock_backwards),
         cmocka_unit_test(test_tiny_rate_never),
+        cmocka_unit_test(test_two_windows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,21 @@
+/* counters.h - delivery counters since start (outcomes, the attempt
+ * duration histogram) for the metrics. Written by the writer thread once
+ * a result is committed, read by whoever renders metrics: relaxed atomics,
+ * each counter exact, a scrape may see one attempt counted in one series
+ * and not yet in another (Prometheus tolerates that). */
+#ifndef HOOKD_COUNTERS_H
+#define HOOKD_COUNTERS_H
+#include <stdint.h>
+
+#include "metrics.h"
+
+struct counters {
+    uint64_t outcomes[METRICS_NOUTCOMES];   /* indexed like enum outcome */
+    uint64_t bucket[METRICS_NBUCKETS + 1];  /* per bucket, not cumulative */
+    uint64_t sum_ms;
+};
+
+void counters_outcome(int outcome, int64_t response_ms);
+void counters_read(struct counters *out);
+
+#endif

@@ -1,0 +1,24 @@
+/* dispatch.h - choosing what to deliver next. Claims due rows round-robin
+ * across endpoints, each within its in-flight cap, its breaker (one probe
+ * when half open) and its rate limits, and knows when the queue must be
+ * looked at again. Writer thread, inside a round. */
+#ifndef HOOKD_DISPATCH_H
+#define HOOKD_DISPATCH_H
+#include <stdint.h>
+
+#include "deliver.h"
+#include "registry.h"
+#include "store.h"
+
+/* Claim up to budget rows (wall clock now, monotonic now_mono for the rate
+ * limits); the jobs are appended to *out (ownership: the caller's, for
+ * deliver_submit). -1 with the store's error; jobs already built stay in
+ * *out for the caller to free. */
+int dispatch_claim(struct registry *r, struct store *st, int64_t now, int64_t now_mono, int64_t budget,
+                   struct djob **out);
+
+/* When must the queue be looked at again (wall ms; INT64_MAX: only when
+ * something happens)? */
+int64_t dispatch_next_wake(const struct registry *r, int64_t now, int64_t now_mono);
+
+#endif

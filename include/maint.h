@@ -1,0 +1,34 @@
+/* maint.h - the writer's periodic jobs, registered into the job table:
+ * WAL checkpoint, retention (the latency ring and old rows, in bounded
+ * chunks), the slow-endpoint scan; and storing the percentile rollups the
+ * reader computes. Writer thread, between rounds, each in its own
+ * transaction. */
+#ifndef HOOKD_MAINT_H
+#define HOOKD_MAINT_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "cron.h"
+#include "registry.h"
+#include "store.h"
+
+struct maint {
+    const struct config *c;
+    struct store *st;
+    struct registry *reg;
+    struct cron *cron;
+    enum store_errc failed;      /* the last job's store failure (STORE_OK: none) */
+};
+
+/* Add the jobs to the table (runner CRON_WRITER). */
+int maint_register(struct maint *m, const struct config *c, struct store *st, struct registry *reg, struct cron *cron);
+/* Store the reader's rollup and give the endpoints their new p95. */
+void maint_apply_rollup(struct maint *m, const struct store_rollup *v, size_t n);
+/* One retention pass at now: at most cleanup_chunk rows of each kind.
+ * Returns 1 when a kind had more waiting, 0 when done, -1 on failure. */
+int maint_expire(struct maint *m, int64_t now);
+/* The slow scan at now (also what the job runs). */
+void maint_slow_scan(struct maint *m, int64_t now);
+
+#endif

@@ -1,0 +1,101 @@
+/* registry.h - the live endpoint table: one struct per endpoint with its
+ * delivery snapshot and everything the writer keeps about it (breaker,
+ * rate limits, in-flight count, due time, latency figures). Lookups by id
+ * and by name are hashed. Writer thread only.
+ *
+ * A writer round changes endpoints and the database together; when the
+ * commit fails the database rolls back, and so must the endpoints: every
+ * change inside a round starts with registry_touch(), which saves the
+ * endpoint's state once per round, and registry_round_undo() puts back
+ * what was saved. */
+#ifndef HOOKD_REGISTRY_H
+#define HOOKD_REGISTRY_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "breaker.h"
+#include "config.h"
+#include "endpoint.h"
+#include "store.h"
+#include "tbucket.h"
+
+struct endpoint {
+    struct ep_conf *conf;        /* delivery snapshot: immutable, shared with the
+                                  * delivery threads, replaced on change */
+    int64_t id;
+    int from_config;
+    int paused;
+    int in_flight;
+    struct breaker br;
+    struct breaker_cfg bcfg;
+    struct tlimit rate;
+    int64_t next_due;            /* earliest time an unclaimed row may be due
+                                  * (0: look now; INT64_MAX: nothing waits) */
+    int64_t hold_until;          /* a 429's Retry-After holds the endpoint */
+    int64_t p95_ms, samples;     /* the last rollup */
+    int64_t slow_since;          /* the slow scan lowered the failure threshold (0: no) */
+    int health_dirty;            /* breaker state to save this round */
+    /* the registry's own */
+    struct endpoint *next_id, *next_name;   /* hash chains */
+    size_t slot;                 /* index in the dense array */
+    uint32_t touched;            /* the round its state was saved in */
+};
+
+struct registry_undo {
+    struct endpoint *e;
+    struct endpoint saved;
+};
+
+struct registry {
+    const struct config *c;
+    struct endpoint **v;         /* dense, for round-robin claims */
+    size_t n, cap;
+    size_t rr;                   /* where the next claim round starts */
+    struct endpoint **by_id, **by_name;
+    size_t nbuckets;             /* a power of two */
+    int64_t in_flight;           /* jobs out, of every endpoint (deleted ones too) */
+    /* the round's undo log */
+    uint32_t round;
+    struct registry_undo *undo;
+    size_t nundo, undocap;
+    int64_t saved_in_flight;
+    size_t saved_rr;
+    int undo_lost;               /* out of memory while saving: undo is incomplete */
+    /* endpoints whose breaker state waits to be saved (ids: one deleted
+     * meanwhile simply no longer resolves) */
+    int64_t *dirty;
+    size_t ndirty, dirtycap;
+};
+
+int registry_init(struct registry *r, const struct config *c);
+void registry_free(struct registry *r);
+
+struct endpoint *registry_by_id(const struct registry *r, int64_t id);
+struct endpoint *registry_by_name(const struct registry *r, const char *name);
+
+/* Insert the endpoint, or give an existing one its new definition (its
+ * breaker, counts and limits carry over; the rate limits restart only if
+ * they changed). NULL on bad secrets or out of memory. Outside a round. */
+struct endpoint *registry_install(struct registry *r, int64_t id, const struct ep_def *def, int from_config);
+/* Forget an endpoint; jobs in flight keep their snapshot. Outside a round. */
+void registry_remove(struct registry *r, struct endpoint *e);
+/* Stored breaker state and latency figures (at start). */
+void registry_load_health(struct registry *r, const struct store_health *h);
+
+void registry_round_begin(struct registry *r);
+void registry_touch(struct registry *r, struct endpoint *e);
+void registry_round_undo(struct registry *r);
+/* The round committed: what it saved is saved. */
+void registry_round_commit(struct registry *r);
+/* The endpoint's breaker state changed: save it with this round. */
+void registry_mark_health(struct registry *r, struct endpoint *e);
+/* Save the breaker state of the endpoints marked since the last commit. */
+int registry_save_health(struct registry *r, struct store *st);
+
+/* The failure threshold now: halved (at least 1) while the slow scan has
+ * the endpoint marked slow, as the seed lowers it. */
+uint32_t endpoint_threshold(const struct endpoint *e);
+void endpoint_health_row(const struct endpoint *e, struct store_health *out);
+void endpoint_log_transition(const struct endpoint *e, const struct breaker_transition *t);
+
+#endif

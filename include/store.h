@@ -1,0 +1,295 @@
+/* store.h - the storage backend: everything the daemon asks of its
+ * database, as one struct of operations (OpenSMTPD's queue_backend
+ * pattern). SQLite (src/store_sqlite*.c) is the embedded default; the
+ * unit tests' in-memory fake (tests/unit/store_mem.c) implements the same
+ * table, and one behaviour table (tests/unit/test_store.c) runs against
+ * every backend so they cannot drift.
+ *
+ * Roles. A writer store is the only one that changes anything; it is used
+ * by the writer thread alone. Reader stores answer queries and never
+ * write. A backend may serve several readers.
+ *
+ * Errors. Every operation returns 0 or -1; after -1, s->errc says what
+ * kind of failure it was and s->errmsg (never a payload or a secret) says
+ * what happened. STORE_E_IO is fatal: after a failed write or fsync the
+ * process must not retry (see writer.c), it exits 75 and recovers from
+ * what is on disk.
+ *
+ * Rows handed to a callback (claimed rows, list entries) are valid during
+ * the callback only; a callback returning non-zero stops the walk and the
+ * operation fails with STORE_E_NOMEM (the only reason callers stop). */
+#ifndef HOOKD_STORE_H
+#define HOOKD_STORE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+enum store_role { STORE_WRITER = 0, STORE_READER };
+
+enum store_errc {
+    STORE_OK = 0,
+    STORE_E_FULL,         /* out of space: nothing was half-written; retry later */
+    STORE_E_IO,           /* I/O error or damage: fatal, never retried */
+    STORE_E_BUSY,         /* a lock was not granted in time */
+    STORE_E_UNAVAILABLE,  /* the database cannot be reached now (retryable) */
+    STORE_E_NOMEM,
+    STORE_E_OTHER
+};
+
+/* The queue statuses, as the seed names them (and stores them). */
+enum msg_status {
+    MSG_PENDING = 0,
+    MSG_FAILED,        /* awaiting retry */
+    MSG_IN_FLIGHT,
+    MSG_DELIVERED,
+    MSG_DEAD_LETTER,
+    MSG__COUNT
+};
+#define MSG_BIT(s) (1u << (s))
+
+const char *msg_status_name(enum msg_status s);
+int msg_status_parse(const char *s, enum msg_status *out);   /* 0 / -1 */
+
+struct store {
+    const struct store_ops *ops;
+    enum store_errc errc;
+    char errmsg[256];
+};
+
+/* ---- records ---- */
+
+/* One row to enqueue; id and duplicate are filled in. */
+struct store_enqueue {
+    int64_t endpoint_id;
+    const char *event_id;
+    const char *event_type;      /* NULL: none */
+    const char *payload;         /* the exact bytes to send */
+    size_t payload_len;
+    int max_attempts;
+    int64_t id;                  /* out */
+    int duplicate;               /* out: (endpoint, event_id) existed; nothing stored */
+};
+
+/* A row claimed for delivery: now in_flight. */
+struct store_claimed {
+    int64_t id;
+    int64_t endpoint_id;
+    const char *event_id;
+    const char *payload;
+    size_t payload_len;
+    int attempt_count;           /* attempts before this one */
+    int max_attempts;
+    int64_t created_at;
+};
+
+enum store_verdict {
+    SETTLE_DELIVERED = 0,
+    SETTLE_RETRY,                /* failed: pending again at next_attempt_at */
+    SETTLE_DEAD,                 /* dead letter */
+    SETTLE_RELEASE               /* not attempted (shutdown): back to the queue as it was */
+};
+
+/* The result of one claimed row. Only a row still in_flight is changed:
+ * a row dead-lettered meanwhile (its endpoint deleted) keeps its status,
+ * and applied says so. */
+struct store_settle {
+    int64_t id;
+    int64_t endpoint_id;
+    enum store_verdict verdict;
+    int attempts;                /* attempt_count after this attempt */
+    int64_t next_attempt_at;     /* RETRY and RELEASE */
+    int64_t at;                  /* when the attempt ended (wall ms) */
+    int status_code;             /* 0: no HTTP response */
+    int64_t response_ms;         /* the attempt's duration */
+    int sample;                  /* 1: the request reached the endpoint; the
+                                  * duration is a latency sample. 0: refused
+                                  * before a byte was sent (SSRF, DNS, connect) */
+    const char *error_class;     /* stable failure class ("http_503", "timeout"); NULL on success */
+    const char *error;           /* human detail, may hold a sanitised body excerpt */
+    int applied;                 /* out */
+};
+
+/* Breaker state and latency figures of one endpoint (endpoint_health). */
+struct store_health {
+    int64_t endpoint_id;
+    const char *endpoint_url;
+    int state;                   /* enum breaker_state */
+    int64_t consecutive_failures;
+    int64_t failure_threshold;   /* the effective one, as the seed keeps it */
+    int64_t last_failure_at, last_success_at, opened_at;   /* 0: never */
+    int64_t cooldown_ms;
+    int64_t slow_since;          /* 0: threshold not lowered by the slow scan */
+    /* latency rollup (health_load and the reads; ignored by health_save) */
+    int has_latency;
+    int64_t p50_ms, p95_ms, p99_ms, sample_count;
+};
+
+struct store_rollup {
+    int64_t endpoint_id;
+    int has_latency;             /* 0: no samples in the window */
+    int64_t p50_ms, p95_ms, p99_ms, sample_count;
+    int64_t at;
+};
+
+/* Which rows an admin operation touches. */
+struct store_filter {
+    int64_t id;                  /* one message (0: by endpoint) */
+    int64_t endpoint_id;         /* 0: every endpoint */
+    int64_t since;               /* created_at >= since */
+    unsigned statuses;           /* MSG_BIT()s */
+};
+
+enum store_expiry {
+    EXPIRE_ATTEMPTS = 0,         /* attempt/latency rows measured before `before` */
+    EXPIRE_DELIVERED,            /* delivered rows delivered before `before` */
+    EXPIRE_DEAD_LETTERS          /* dead letters created before `before` */
+};
+
+/* ---- what the reads return ---- */
+
+struct store_stats {
+    int64_t n[MSG__COUNT];       /* n[MSG_DELIVERED] only when asked for */
+    int64_t delivered_last_hour, failed_last_hour;
+    int has_avg;
+    double avg_delivery_ms;      /* last hour */
+    int has_oldest;
+    int64_t oldest_pending;      /* created_at of the oldest waiting row */
+};
+
+struct store_message {
+    int64_t id, endpoint_id;
+    const char *endpoint;        /* NULL: the endpoint is gone */
+    const char *event_id, *event_type;
+    enum msg_status status;
+    int attempt_count, max_attempts;
+    int64_t created_at, next_attempt_at;
+    int64_t claimed_at, delivered_at;      /* 0: never */
+    const char *last_error, *last_error_class;
+    int last_status_code;                  /* 0: none */
+    int64_t last_response_ms;              /* -1: none */
+    int64_t payload_bytes;
+};
+
+struct store_attempt {
+    int64_t at;
+    int64_t response_ms;         /* -1: no response (nothing was sent) */
+    int status_code;             /* 0: none */
+    const char *error_class;     /* NULL: success */
+    const char *detail;          /* NULL: none */
+};
+
+struct store_endpoint_info {
+    int64_t id;
+    const char *name, *url;
+    int from_config, paused;
+    const char *event_types;     /* NULL: none */
+    int nsecrets;                /* a count: secret values never leave the backend */
+    const char *header_names;    /* JSON array of header names (values never leave) */
+    const char *settings;        /* JSON object of the endpoint's overrides */
+    struct store_health h;       /* defaults (closed, no latency) when never saved */
+    int64_t queue[MSG__COUNT];   /* rows per status */
+};
+
+struct store_dead_group {
+    int64_t endpoint_id;
+    const char *endpoint;        /* NULL: the endpoint is gone */
+    int64_t dead_count;
+    const char *primary_error_class;   /* most common class (ties: smallest) */
+    const char *example_error;         /* the newest last_error of that class */
+    int primary_status_code;           /* most common; 0: none */
+    int64_t first_dead, last_dead, avg_attempts;
+};
+
+/* ---- the backend ---- */
+
+struct store_ops {
+    const char *name;
+    void (*close)(struct store *s);
+
+    /* Transactions (writer). One writer transaction at a time. */
+    int (*begin)(struct store *s);
+    int (*commit)(struct store *s);
+    void (*rollback)(struct store *s);   /* no-op outside a transaction */
+
+    /* Start-up (writer, inside a transaction). */
+    int (*recover)(struct store *s, int64_t now, int64_t *n);   /* in_flight -> waiting */
+    int (*endpoints_load)(struct store *s,
+                          int (*fn)(void *ctx, int64_t id, int from_config, const struct ep_def *d),
+                          void *ctx);
+    int (*health_load)(struct store *s, int (*fn)(void *ctx, const struct store_health *h), void *ctx);
+
+    /* The queue (writer, inside a transaction). */
+    int (*enqueue)(struct store *s, struct store_enqueue *v, size_t n, int64_t now);
+    /* Up to limit due rows of one endpoint, oldest due first; each is
+     * marked in_flight (claimed_at = now) and handed to fn. Returns the
+     * count through *n. */
+    int (*claim)(struct store *s, int64_t endpoint_id, int64_t now, int limit,
+                 int (*fn)(void *ctx, const struct store_claimed *row), void *ctx, int *n);
+    /* Earliest next_attempt_at of the endpoint's waiting rows; INT64_MAX if none. */
+    int (*next_due)(struct store *s, int64_t endpoint_id, int64_t *at);
+    int (*settle)(struct store *s, struct store_settle *v, size_t n);
+    /* Matching rows back to pending with attempt_count 0. */
+    int (*requeue)(struct store *s, const struct store_filter *f, int64_t now, int64_t *n);
+    /* Delete matching rows (dead letters only, whatever f->statuses says). */
+    int (*purge)(struct store *s, const struct store_filter *f, int64_t *n);
+    /* Retention: delete at most limit rows of one kind older than before. */
+    int (*expire)(struct store *s, enum store_expiry what, int64_t before, int64_t limit, int64_t *n);
+
+    /* Endpoints and their health (writer, inside a transaction). */
+    int (*endpoint_put)(struct store *s, const struct ep_def *d, int from_config, int64_t now,
+                        int64_t *id, int *created);
+    /* Its undelivered rows (in_flight too) become dead letters with class
+     * endpoint_deleted; *dead counts them. */
+    int (*endpoint_delete)(struct store *s, int64_t id, int64_t now, int64_t *dead);
+    int (*endpoint_pause)(struct store *s, int64_t id, int paused, int64_t now);
+    int (*health_save)(struct store *s, const struct store_health *v, size_t n);
+    int (*rollup_save)(struct store *s, const struct store_rollup *v, size_t n);
+
+    /* Outside a transaction (writer). full: also shrink the log. */
+    int (*checkpoint)(struct store *s, int full);
+    /* An online, consistent copy into path (writer or reader). */
+    int (*backup)(struct store *s, const char *path);
+
+    /* Reads. A snapshot makes several reads agree with each other. */
+    int (*snapshot_begin)(struct store *s);
+    void (*snapshot_end)(struct store *s);
+    /* *found = 0 when there is no such message (fn not called). */
+    int (*message_get)(struct store *s, int64_t id, int (*fn)(void *ctx, const struct store_message *m),
+                       void *ctx, int *found);
+    /* The message's attempts, oldest first, at most limit. */
+    int (*message_attempts)(struct store *s, const struct store_message *m, int limit,
+                            int (*fn)(void *ctx, const struct store_attempt *a), void *ctx);
+    int (*queue_stats)(struct store *s, int64_t now, int with_delivered, struct store_stats *out);
+    int (*endpoint_list)(struct store *s, int with_queue,
+                         int (*fn)(void *ctx, const struct store_endpoint_info *e), void *ctx);
+    int (*dead_letters)(struct store *s, int64_t since, int limit,
+                        int (*fn)(void *ctx, const struct store_dead_group *g), void *ctx);
+    /* Endpoints with p95 > p95_ms and at least min_samples, slowest first. */
+    int (*slow_endpoints)(struct store *s, int64_t p95_ms, int64_t min_samples,
+                          int (*fn)(void *ctx, const struct store_endpoint_info *e), void *ctx);
+    /* Every latency sample of one endpoint measured at or after since,
+     * appended to *buf (grown with realloc; *cap its size). */
+    int (*latency_window)(struct store *s, int64_t endpoint_id, int64_t since, int64_t **buf,
+                          size_t *cap, size_t *n);
+};
+
+/* Open the configured backend ([storage] path today). The writer checks
+ * the database, refuses a damaged or foreign one untouched, and migrates
+ * the schema. */
+int store_open(const struct config *c, enum store_role role, struct store **out, char *err, size_t errlen);
+
+/* The protocol error code for a failure (storage_full, storage_error, ...). */
+const char *store_error_code(enum store_errc e);
+/* An I/O error or damage: the process must stop using the database. */
+int store_error_fatal(enum store_errc e);
+/* For backends: set errc and a message; returns -1. */
+int store_fail(struct store *s, enum store_errc e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Short-hands for s->ops->x(s, ...). */
+static inline void store_close(struct store *s) { if (s) s->ops->close(s); }
+static inline int store_begin(struct store *s) { return s->ops->begin(s); }
+static inline int store_commit(struct store *s) { return s->ops->commit(s); }
+static inline void store_rollback(struct store *s) { s->ops->rollback(s); }
+
+#endif

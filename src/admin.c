@@ -1,0 +1,209 @@
+/* admin.c - admin requests and the config file's endpoints. */
+#include "admin.h"
+#include "log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(PROTO_STATUS_FAILED == MSG_BIT(MSG_FAILED) && PROTO_STATUS_DELIVERED == MSG_BIT(MSG_DELIVERED) &&
+                   PROTO_STATUS_DEAD_LETTER == MSG_BIT(MSG_DEAD_LETTER),
+               "the protocol's status bits are the store's");
+
+static int store_error(struct store *st, struct req *q)
+{
+    req_error(q, store_error_code(st->errc), "storage error: %s", st->errmsg);
+    st->ops->rollback(st);
+    return -1;
+}
+
+static int begin(struct store *st, struct req *q)
+{
+    return st->ops->begin(st) < 0 ? store_error(st, q) : 0;
+}
+
+static int commit(struct store *st, struct req *q)
+{
+    return st->ops->commit(st) < 0 ? store_error(st, q) : 0;
+}
+
+static int endpoint_put(struct registry *r, struct store *st, struct req *q, int64_t now)
+{
+    struct endpoint *e = registry_by_name(r, q->p.endpoint);
+    struct ep_def d;
+    char why[256];
+    int64_t id;
+    int created, rc = -1;
+
+    if (e && e->from_config) {
+        req_error(q, PERR_CONFLICT, "endpoint '%s' is defined in the config file; edit it there", q->p.endpoint);
+        return 0;
+    }
+    if (endpoint_def_from_json(q->p.body, &d, why, sizeof why) < 0) {
+        req_error(q, PERR_BAD_REQUEST, "%s", why);
+        return 0;
+    }
+    if (begin(st, q) < 0)
+        goto out;
+    if (st->ops->endpoint_put(st, &d, 0, now, &id, &created) < 0) {
+        store_error(st, q);
+        goto out;
+    }
+    if (commit(st, q) < 0)
+        goto out;
+    rc = 0;
+    if (!registry_install(r, id, &d, 0))
+        log_error("endpoint_install", "endpoint=%s err=\"out of memory\" note=\"stored; delivered after a restart\"",
+                  d.name);
+    log_info(created ? "endpoint_added" : "endpoint_updated", "endpoint=%s source=api", d.name);
+    buf_printf(&q->reply, "{\"ok\":true,\"endpoint\":{\"id\":%lld,\"name\":", (long long)id);
+    buf_json_str(&q->reply, d.name);
+    buf_printf(&q->reply, "},\"created\":%s}\n", created ? "true" : "false");
+out:
+    ep_def_free(&d);
+    return rc;
+}
+
+static int redrive(struct registry *r, struct store *st, struct req *q, struct endpoint *e, int64_t now)
+{
+    struct store_filter f = {q->p.id, e ? e->id : 0, q->p.since_ms, q->p.statuses};
+    int64_t n = 0;
+    size_t i;
+
+    if (q->p.op == OP_REQUEUE && !f.statuses)
+        /* a message named by id goes again whatever it became; by
+         * endpoint, only its dead letters unless asked for more */
+        f.statuses = f.id ? MSG_BIT(MSG_FAILED) | MSG_BIT(MSG_DELIVERED) | MSG_BIT(MSG_DEAD_LETTER)
+                          : MSG_BIT(MSG_DEAD_LETTER);
+    if (begin(st, q) < 0)
+        return -1;
+    if ((q->p.op == OP_PURGE ? st->ops->purge(st, &f, &n) : st->ops->requeue(st, &f, now, &n)) < 0 ||
+        st->ops->commit(st) < 0)
+        return store_error(st, q);
+    if (q->p.op == OP_PURGE) {
+        log_info("purged", "count=%lld%s%s", (long long)n, e ? " endpoint=" : "", e ? e->conf->def.name : "");
+        buf_printf(&q->reply, "{\"ok\":true,\"purged\":%lld}\n", (long long)n);
+        return 0;
+    }
+    for (i = 0; i < r->n; i++)
+        if (!e || e == r->v[i])
+            r->v[i]->next_due = 0;
+    if (q->p.id && n == 0) {
+        req_error(q, PERR_NOT_FOUND, "message %lld does not exist or is not in a status requeue takes",
+                  (long long)q->p.id);
+        return 0;
+    }
+    log_info("requeued", "count=%lld%s%s", (long long)n, e ? " endpoint=" : "", e ? e->conf->def.name : "");
+    buf_printf(&q->reply, "{\"ok\":true,\"requeued\":%lld}\n", (long long)n);
+    return 0;
+}
+
+int admin_handle(struct registry *r, struct store *st, struct req *q, int64_t now)
+{
+    struct endpoint *e = NULL;
+    int64_t n = 0;
+
+    buf_reset(&q->reply);
+    if (q->p.op == OP_ENDPOINT_PUT)
+        return endpoint_put(r, st, q, now);
+    if (q->p.endpoint && !(e = registry_by_name(r, q->p.endpoint))) {
+        req_error(q, PERR_UNKNOWN_ENDPOINT, "no endpoint named '%s'", q->p.endpoint);
+        return 0;
+    }
+    switch (q->p.op) {
+    case OP_ENDPOINT_DELETE:
+        if (e->from_config) {
+            req_error(q, PERR_CONFLICT, "endpoint '%s' is defined in the config file; remove it there", q->p.endpoint);
+            return 0;
+        }
+        /* its rows become dead letters; results of its deliveries still
+         * in flight find them so and change nothing (store.h: settle) */
+        if (begin(st, q) < 0)
+            return -1;
+        if (st->ops->endpoint_delete(st, e->id, now, &n) < 0 || st->ops->commit(st) < 0)
+            return store_error(st, q);
+        log_info("endpoint_deleted", "endpoint=%s dead_lettered=%lld", e->conf->def.name, (long long)n);
+        registry_remove(r, e);
+        buf_printf(&q->reply, "{\"ok\":true,\"dead_lettered\":%lld}\n", (long long)n);
+        return 0;
+    case OP_REQUEUE:
+    case OP_PURGE:
+        return redrive(r, st, q, e, now);
+    case OP_PAUSE:
+    case OP_RESUME: {
+        int paused = q->p.op == OP_PAUSE;
+        if (begin(st, q) < 0)
+            return -1;
+        if (st->ops->endpoint_pause(st, e->id, paused, now) < 0 || st->ops->commit(st) < 0)
+            return store_error(st, q);
+        if (e->paused != paused)
+            log_info(paused ? "endpoint_paused" : "endpoint_resumed", "endpoint=%s reason=operator", e->conf->def.name);
+        e->paused = paused;
+        e->next_due = 0;
+        buf_puts(&q->reply, "{\"ok\":true,\"endpoint\":");
+        buf_json_str(&q->reply, e->conf->def.name);
+        buf_printf(&q->reply, ",\"paused\":%s}\n", paused ? "true" : "false");
+        return 0;
+    }
+    default:
+        req_error(q, PERR_INTERNAL, "op %s is not an admin op", proto_op_name(q->p.op));
+        return 0;
+    }
+}
+
+int admin_sync_config(struct registry *r, struct store *st, const struct ep_def *defs, size_t n, int64_t now)
+{
+    int64_t *ids = n ? calloc(n, sizeof *ids) : NULL;
+    int *created = n ? calloc(n, sizeof *created) : NULL;
+    struct endpoint **gone = NULL;
+    size_t i, j, ngone = 0;
+    int rc = -1;
+
+    if (n && (!ids || !created)) {
+        store_fail(st, STORE_E_NOMEM, "reload: out of memory");
+        goto out;
+    }
+    if (st->ops->begin(st) < 0)
+        goto out;
+    for (i = 0; i < n; i++)
+        if (st->ops->endpoint_put(st, &defs[i], 1, now, &ids[i], &created[i]) < 0)
+            goto out;
+    if (r->n && !(gone = calloc(r->n, sizeof *gone))) {
+        store_fail(st, STORE_E_NOMEM, "reload: out of memory");
+        goto out;
+    }
+    for (j = 0; j < r->n; j++) {
+        struct endpoint *e = r->v[j];
+        int keep = 0;
+        int64_t dead = 0;
+        if (!e->from_config)
+            continue;
+        for (i = 0; i < n && !keep; i++)
+            keep = strcmp(defs[i].name, e->conf->def.name) == 0;
+        if (keep)
+            continue;
+        if (st->ops->endpoint_delete(st, e->id, now, &dead) < 0)
+            goto out;
+        log_warn("endpoint_removed", "endpoint=%s source=config dead_lettered=%lld", e->conf->def.name,
+                 (long long)dead);
+        gone[ngone++] = e;
+    }
+    if (st->ops->commit(st) < 0)
+        goto out;
+    /* the registry changes once nothing can fail any more */
+    for (i = 0; i < ngone; i++)
+        registry_remove(r, gone[i]);
+    for (i = 0; i < n; i++) {
+        if (!registry_install(r, ids[i], &defs[i], 1))
+            log_error("endpoint_install", "endpoint=%s err=\"out of memory or bad secret\"", defs[i].name);
+        else if (created[i])
+            log_info("endpoint_added", "endpoint=%s source=config", defs[i].name);
+    }
+    rc = 0;
+out:
+    if (rc < 0)
+        st->ops->rollback(st);
+    free(ids);
+    free(created);
+    free(gone);
+    return rc;
+}

@@ -1,0 +1,149 @@
+/* dispatch.c - claims, fair across endpoints. */
+#include "dispatch.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct claim_ctx {
+    struct endpoint *e;
+    int probe;
+    struct djob **tail;
+};
+
+static int claim_row(void *arg, const struct store_claimed *row)
+{
+    struct claim_ctx *x = arg;
+    struct djob *j = calloc(1, sizeof *j);
+
+    if (!j)
+        return -1;
+    j->id = row->id;
+    j->ep = ep_conf_ref(x->e->conf);
+    j->event_id = strdup(row->event_id);
+    j->payload = malloc(row->payload_len + 1);
+    if (!j->event_id || !j->payload) {
+        djob_free(j);
+        return -1;
+    }
+    memcpy(j->payload, row->payload, row->payload_len);
+    j->payload[row->payload_len] = '\0';
+    j->payload_len = row->payload_len;
+    j->attempt_count = row->attempt_count;
+    j->max_attempts = row->max_attempts;
+    j->created_at = row->created_at;
+    j->probe = x->probe;
+    x->probe = 0;
+    j->retry_after_ms = -1;
+    j->outcome = -1;
+    j->claimed_mono_us = util_mono_us();
+    *x->tail = j;
+    x->tail = &j->next;
+    return 0;
+}
+
+/* How many of e's rows may go now (0: none), taking breaker admission and
+ * rate-limit tokens for them. *probe: the one row is the breaker's probe. */
+static int64_t admit(struct registry *r, struct endpoint *e, int64_t now, int64_t now_mono, int64_t budget, int *probe)
+{
+    struct breaker_transition t;
+    enum breaker_admit adm;
+    int64_t retry_at, limit, tokens = 0;
+
+    *probe = 0;
+    if (e->paused || e->next_due > now || e->hold_until > now)
+        return 0;
+    limit = e->conf->eff.max_in_flight - e->in_flight;
+    if (limit <= 0)
+        return 0;
+    if (limit > budget)
+        limit = budget;
+    registry_touch(r, e);
+    adm = breaker_admit(&e->br, now, &retry_at, &t);
+    if (t.from != t.to) {
+        endpoint_log_transition(e, &t);
+        registry_mark_health(r, e);
+    }
+    if (adm == BREAKER_DENY)
+        return 0;
+    if (adm == BREAKER_ADMIT_PROBE) {
+        limit = 1;
+        *probe = 1;
+    }
+    if (e->rate.n > 0) {
+        while (tokens < limit && tlimit_take(&e->rate, now_mono))
+            tokens++;
+        limit = tokens;
+    }
+    if (limit == 0 && *probe) {
+        breaker_probe_abandoned(&e->br);
+        *probe = 0;
+    }
+    return limit;
+}
+
+int dispatch_claim(struct registry *r, struct store *st, int64_t now, int64_t now_mono, int64_t budget,
+                   struct djob **out)
+{
+    struct claim_ctx x;
+    size_t k, start = r->rr;
+
+    while (*out)
+        out = &(*out)->next;
+    x.tail = out;
+    for (k = 0; k < r->n && budget > 0; k++) {
+        struct endpoint *e = r->v[(start + k) % r->n];
+        int64_t limit = admit(r, e, now, now_mono, budget, &x.probe);
+        int n;
+
+        if (limit <= 0)
+            continue;
+        x.e = e;
+        if (st->ops->claim(st, e->id, now, (int)limit, claim_row, &x, &n) < 0)
+            return -1;
+        if (e->rate.n > 0 && n < limit)
+            tlimit_refund(&e->rate, (int)(limit - n));  /* give back what was not used */
+        if (x.probe)  /* nothing was due after all */
+            breaker_probe_abandoned(&e->br);
+        e->in_flight += n;
+        r->in_flight += n;
+        budget -= n;
+        if (n < limit && st->ops->next_due(st, e->id, &e->next_due) < 0)
+            return -1;
+    }
+    if (r->n)
+        r->rr = (start + 1) % r->n;
+    return 0;
+}
+
+int64_t dispatch_next_wake(const struct registry *r, int64_t now, int64_t now_mono)
+{
+    int64_t wake = INT64_MAX;
+    size_t i;
+
+    for (i = 0; i < r->n; i++) {
+        struct endpoint *e = r->v[i];
+        int64_t t;
+        if (e->paused || e->next_due == INT64_MAX)
+            continue;
+        if (e->in_flight >= e->conf->eff.max_in_flight)
+            continue;  /* a result will wake us */
+        if (e->br.state == BREAKER_HALF_OPEN && e->br.probe_in_flight)
+            continue;  /* so will the probe's */
+        t = e->next_due;
+        if (e->hold_until > t)
+            t = e->hold_until;
+        if (e->br.state == BREAKER_OPEN && e->br.opened_at + e->br.cooldown_ms > t)
+            t = e->br.opened_at + e->br.cooldown_ms;
+        if (e->rate.n > 0) {
+            /* ready_at refills the buckets: a copy, this is only a look */
+            struct tlimit tl = e->rate;
+            int64_t ready = now + (tlimit_ready_at(&tl, now_mono) - now_mono);
+            if (ready > t)
+                t = ready;
+        }
+        if (t < wake)
+            wake = t;
+    }
+    return wake;
+}

@@ -1,0 +1,149 @@
+/* intake.c - enqueue requests into queue rows. */
+#include "intake.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The rows of one batch, and which request each belongs to. */
+struct rows {
+    struct store_enqueue *v;
+    struct endpoint **ep;
+    size_t n, cap;
+};
+
+static int rows_add(struct rows *rw, struct endpoint *e, const struct req *q)
+{
+    if (rw->n == rw->cap) {
+        size_t nc = rw->cap ? rw->cap * 2 : 256;
+        struct store_enqueue *nv = realloc(rw->v, nc * sizeof *nv);
+        struct endpoint **ne;
+        if (!nv)
+            return -1;
+        rw->v = nv;
+        if (!(ne = realloc(rw->ep, nc * sizeof *ne)))
+            return -1;
+        rw->ep = ne;
+        rw->cap = nc;
+    }
+    memset(&rw->v[rw->n], 0, sizeof rw->v[rw->n]);
+    rw->v[rw->n].endpoint_id = e->id;
+    rw->v[rw->n].event_id = q->p.event_id;
+    rw->v[rw->n].event_type = q->p.event_type;
+    rw->v[rw->n].payload = q->p.payload;
+    rw->v[rw->n].payload_len = q->p.payload_len;
+    rw->v[rw->n].max_attempts = (int)e->conf->eff.max_attempts;
+    rw->ep[rw->n] = e;
+    rw->n++;
+    return 0;
+}
+
+/* The rows of one request: 1 answered at once (error reply), 0 rows
+ * added, -1 out of memory. */
+static int request_rows(struct registry *r, struct req *q, struct rows *rw)
+{
+    size_t i, hits = 0;
+
+    if (!q->p.event_id) {
+        char gen[64];
+        util_random_id("evt_", gen, sizeof gen);
+        if (!(q->p.event_id = strdup(gen)))
+            return -1;
+    }
+    if (q->p.endpoint) {
+        struct endpoint *e = registry_by_name(r, q->p.endpoint);
+        if (!e) {
+            req_error(q, PERR_UNKNOWN_ENDPOINT, "no endpoint named '%s'", q->p.endpoint);
+            return 1;
+        }
+        return rows_add(rw, e, q);
+    }
+    for (i = 0; i < r->n; i++)
+        if (ep_def_wants(&r->v[i]->conf->def, q->p.event_type)) {
+            if (rows_add(rw, r->v[i], q) < 0)
+                return -1;
+            hits++;
+        }
+    if (!hits) {
+        req_error(q, PERR_NO_SUBSCRIBERS, "no endpoint subscribes to event type '%s'", q->p.event_type);
+        return 1;
+    }
+    return 0;
+}
+
+static void reply(struct req *q, const struct store_enqueue *v, struct endpoint *const *ep, size_t n)
+{
+    struct buf *b = &q->reply;
+    size_t i;
+
+    buf_reset(b);
+    if (q->p.endpoint) {
+        buf_printf(b, "{\"ok\":true,\"id\":%lld,\"event_id\":", (long long)v[0].id);
+        buf_json_str(b, q->p.event_id);
+        buf_printf(b, ",\"duplicate\":%s}\n", v[0].duplicate ? "true" : "false");
+    } else {
+        buf_puts(b, "{\"ok\":true,\"event_id\":");
+        buf_json_str(b, q->p.event_id);
+        buf_puts(b, ",\"deliveries\":[");
+        for (i = 0; i < n; i++) {
+            buf_printf(b, "%s{\"endpoint\":", i ? "," : "");
+            buf_json_str(b, ep[i]->conf->def.name);
+            buf_printf(b, ",\"id\":%lld,\"duplicate\":%s}", (long long)v[i].id, v[i].duplicate ? "true" : "false");
+        }
+        buf_puts(b, "]}\n");
+    }
+    if (b->failed)
+        req_error(q, PERR_INTERNAL, "out of memory");
+}
+
+int intake_batch(struct registry *r, struct store *st, struct req **batch, struct req **answered, int64_t now)
+{
+    struct rows rw = {0};
+    struct req **pp = batch, *q;
+    size_t *first = NULL, k, nreq = 0;
+    int rc = -1;
+
+    for (q = *batch; q; q = q->next)
+        nreq++;
+    if (nreq && !(first = malloc((nreq + 1) * sizeof *first)))
+        goto oom;
+    k = 0;
+    while ((q = *pp)) {
+        int one;
+        first[k] = rw.n;
+        one = request_rows(r, q, &rw);
+        if (one < 0)
+            goto oom;
+        if (one > 0) {  /* answered: out of the batch */
+            rw.n = first[k];
+            *pp = q->next;
+            q->next = *answered;
+            *answered = q;
+            continue;
+        }
+        pp = &q->next;
+        k++;
+    }
+    first[k] = rw.n;
+    if (rw.n && st->ops->enqueue(st, rw.v, rw.n, now) < 0)
+        goto out;
+    for (q = *batch, k = 0; q; q = q->next, k++)
+        reply(q, rw.v + first[k], rw.ep + first[k], first[k + 1] - first[k]);
+    /* what was stored is due now: let the dispatcher look */
+    for (k = 0; k < rw.n; k++) {
+        struct endpoint *e = rw.ep[k];
+        if (!rw.v[k].duplicate && e->next_due > now) {
+            registry_touch(r, e);
+            e->next_due = now;
+        }
+    }
+    rc = 0;
+    goto out;
+oom:
+    store_fail(st, STORE_E_NOMEM, "enqueue: out of memory");
+out:
+    free(rw.v);
+    free(rw.ep);
+    free(first);
+    return rc;
+}

@@ -1,0 +1,133 @@
+/* maint.c - the writer's periodic jobs. */
+#include "maint.h"
+#include "log.h"
+#include "util.h"
+
+static void failed(struct maint *m, const char *job)
+{
+    m->failed = m->st->errc;
+    log_warn("job_failed", "job=%s err=\"%s\"", job, m->st->errmsg);
+    m->st->ops->rollback(m->st);
+}
+
+static void job_checkpoint(void *ctx, int64_t now)
+{
+    struct maint *m = ctx;
+
+    (void)now;
+    if (m->st->ops->checkpoint(m->st, 0) < 0)
+        failed(m, "checkpoint");
+}
+
+int maint_expire(struct maint *m, int64_t now)
+{
+    static const struct {
+        enum store_expiry what;
+        const char *name;
+    } kinds[] = {{EXPIRE_ATTEMPTS, "latency_rows"}, {EXPIRE_DELIVERED, "delivered"}, {EXPIRE_DEAD_LETTERS, "dead_letters"}};
+    const struct config *c = m->c;
+    int64_t before[3], n[3] = {0, 0, 0};
+    size_t i;
+    int more = 0;
+
+    before[0] = now - c->latency_window_ms;
+    before[1] = now - c->keep_delivered_ms;
+    before[2] = now - c->keep_dead_letter_ms;
+    for (i = 0; i < 3; i++) {
+        struct store *st = m->st;
+        if (st->ops->begin(st) < 0 || st->ops->expire(st, kinds[i].what, before[i], c->cleanup_chunk, &n[i]) < 0 ||
+            st->ops->commit(st) < 0) {
+            failed(m, "cleanup");
+            return -1;
+        }
+        more |= n[i] == c->cleanup_chunk;
+    }
+    if (n[0] || n[1] || n[2])
+        log_debug("cleanup", "%s=%lld %s=%lld %s=%lld", kinds[0].name, (long long)n[0], kinds[1].name,
+                  (long long)n[1], kinds[2].name, (long long)n[2]);
+    return more;
+}
+
+static void job_cleanup(void *ctx, int64_t now)
+{
+    struct maint *m = ctx;
+
+    /* a full chunk means more is waiting: come back soon, not in a period */
+    if (maint_expire(m, now) > 0)
+        cron_soon(m->cron, "cleanup", util_mono_ms(), 50);
+}
+
+/* The seed's get_slow_endpoints every slow_scan_interval: over slow_p95
+ * an endpoint is logged; over critical_p95 its failure threshold is
+ * halved until p95 recovers, and that is kept in its health row. */
+void maint_slow_scan(struct maint *m, int64_t now)
+{
+    const struct config *c = m->c;
+    struct registry *r = m->reg;
+    size_t i;
+    int changed = 0;
+
+    registry_round_begin(r);
+    for (i = 0; i < r->n; i++) {
+        struct endpoint *e = r->v[i];
+        int enough = e->samples >= c->min_samples, critical = enough && e->p95_ms > c->critical_p95_ms;
+        if (enough && e->p95_ms > c->slow_p95_ms)
+            log_warn("endpoint_slow", "endpoint=%s p95_ms=%lld samples=%lld threshold_ms=%lld%s", e->conf->def.name,
+                     (long long)e->p95_ms, (long long)e->samples, (long long)c->slow_p95_ms,
+                     critical ? " failure_threshold=halved" : "");
+        if (critical == (e->slow_since != 0))
+            continue;
+        registry_mark_health(r, e);
+        e->slow_since = critical ? now : 0;
+        changed = 1;
+        if (!critical)
+            log_info("endpoint_recovered", "endpoint=%s p95_ms=%lld failure_threshold=%u", e->conf->def.name,
+                     (long long)e->p95_ms, endpoint_threshold(e));
+    }
+    if (!changed)
+        return;
+    if (m->st->ops->begin(m->st) < 0 || registry_save_health(r, m->st) < 0 || m->st->ops->commit(m->st) < 0) {
+        failed(m, "slow_scan");
+        registry_round_undo(r);
+        return;
+    }
+    registry_round_commit(r);
+}
+
+static void job_slow_scan(void *ctx, int64_t now)
+{
+    maint_slow_scan(ctx, now);
+}
+
+void maint_apply_rollup(struct maint *m, const struct store_rollup *v, size_t n)
+{
+    size_t i;
+
+    if (!n)
+        return;
+    if (m->st->ops->begin(m->st) < 0 || m->st->ops->rollup_save(m->st, v, n) < 0 || m->st->ops->commit(m->st) < 0) {
+        failed(m, "rollup");
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        struct endpoint *e = registry_by_id(m->reg, v[i].endpoint_id);
+        if (!e)
+            continue;
+        e->p95_ms = v[i].has_latency ? v[i].p95_ms : 0;
+        e->samples = v[i].sample_count;
+    }
+}
+
+int maint_register(struct maint *m, const struct config *c, struct store *st, struct registry *reg, struct cron *cron)
+{
+    m->c = c;
+    m->st = st;
+    m->reg = reg;
+    m->cron = cron;
+    m->failed = STORE_OK;
+    if (cron_add(cron, "checkpoint", CRON_WRITER, c->checkpoint_interval_ms, job_checkpoint, m) < 0 ||
+        cron_add(cron, "cleanup", CRON_WRITER, c->cleanup_interval_ms, job_cleanup, m) < 0 ||
+        cron_add(cron, "slow_scan", CRON_WRITER, c->slow_scan_interval_ms, job_slow_scan, m) < 0)
+        return -1;
+    return 0;
+}

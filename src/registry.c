@@ -1,0 +1,349 @@
+/* registry.c - the live endpoint table. */
+#include "registry.h"
+#include "log.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static size_t hash_id(int64_t id, size_t nb)
+{
+    return (size_t)(((uint64_t)id * 0x9E3779B97F4A7C15ull) >> 17) & (nb - 1);
+}
+
+static size_t hash_name(const char *s, size_t nb)
+{
+    uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return (size_t)h & (nb - 1);
+}
+
+static int rehash(struct registry *r, size_t nb)
+{
+    struct endpoint **bi = calloc(nb, sizeof *bi), **bn = calloc(nb, sizeof *bn);
+    size_t i;
+
+    if (!bi || !bn) {
+        free(bi);
+        free(bn);
+        return -1;
+    }
+    for (i = 0; i < r->n; i++) {
+        struct endpoint *e = r->v[i];
+        size_t hi = hash_id(e->id, nb), hn = hash_name(e->conf->def.name, nb);
+        e->next_id = bi[hi];
+        bi[hi] = e;
+        e->next_name = bn[hn];
+        bn[hn] = e;
+    }
+    free(r->by_id);
+    free(r->by_name);
+    r->by_id = bi;
+    r->by_name = bn;
+    r->nbuckets = nb;
+    return 0;
+}
+
+int registry_init(struct registry *r, const struct config *c)
+{
+    memset(r, 0, sizeof *r);
+    r->c = c;
+    return rehash(r, 64);
+}
+
+void registry_free(struct registry *r)
+{
+    size_t i;
+
+    for (i = 0; i < r->n; i++) {
+        ep_conf_unref(r->v[i]->conf);
+        free(r->v[i]);
+    }
+    free(r->v);
+    free(r->by_id);
+    free(r->by_name);
+    free(r->undo);
+    free(r->dirty);
+    memset(r, 0, sizeof *r);
+}
+
+struct endpoint *registry_by_id(const struct registry *r, int64_t id)
+{
+    struct endpoint *e = r->by_id[hash_id(id, r->nbuckets)];
+
+    while (e && e->id != id)
+        e = e->next_id;
+    return e;
+}
+
+struct endpoint *registry_by_name(const struct registry *r, const char *name)
+{
+    struct endpoint *e = r->by_name[hash_name(name, r->nbuckets)];
+
+    while (e && strcmp(e->conf->def.name, name) != 0)
+        e = e->next_name;
+    return e;
+}
+
+static void unlink_chains(struct registry *r, struct endpoint *e)
+{
+    struct endpoint **p = &r->by_id[hash_id(e->id, r->nbuckets)];
+
+    while (*p != e)
+        p = &(*p)->next_id;
+    *p = e->next_id;
+    p = &r->by_name[hash_name(e->conf->def.name, r->nbuckets)];
+    while (*p != e)
+        p = &(*p)->next_name;
+    *p = e->next_name;
+}
+
+static void link_chains(struct registry *r, struct endpoint *e)
+{
+    size_t hi = hash_id(e->id, r->nbuckets), hn = hash_name(e->conf->def.name, r->nbuckets);
+
+    e->next_id = r->by_id[hi];
+    r->by_id[hi] = e;
+    e->next_name = r->by_name[hn];
+    r->by_name[hn] = e;
+}
+
+static int same_rates(const struct ep_settings *a, const struct ep_settings *b)
+{
+    return a->burst == b->burst && a->rate.n == b->rate.n &&
+           (a->rate.n <= 0 || memcmp(a->rate.r, b->rate.r, (size_t)a->rate.n * sizeof a->rate.r[0]) == 0);
+}
+
+static void rates_init(struct endpoint *e, int64_t now_mono)
+{
+    const struct ep_rates *rt = &e->conf->eff.rate;
+    double count[EP_RATES_MAX];
+    int64_t per[EP_RATES_MAX];
+    int i;
+
+    for (i = 0; i < rt->n && i < EP_RATES_MAX; i++) {
+        count[i] = rt->r[i].count;
+        per[i] = rt->r[i].per_ms;
+    }
+    tlimit_init(&e->rate, count, per, rt->n > 0 ? rt->n : 0, (double)e->conf->eff.burst, now_mono);
+}
+
+struct endpoint *registry_install(struct registry *r, int64_t id, const struct ep_def *def, int from_config)
+{
+    struct ep_conf *conf = ep_conf_new(id, def, &r->c->dflt), *old;
+    struct endpoint *e = registry_by_id(r, id);
+
+    if (!conf)
+        return NULL;
+    if (!e) {
+        if (r->n == r->cap) {
+            size_t nc = r->cap ? r->cap * 2 : 16;
+            struct endpoint **nv = realloc(r->v, nc * sizeof *nv);
+            if (!nv)
+                goto oom;
+            r->v = nv;
+            r->cap = nc;
+        }
+        if (r->n + 1 > r->nbuckets && rehash(r, r->nbuckets * 2) < 0)
+            goto oom;
+        if (!(e = calloc(1, sizeof *e)))
+            goto oom;
+        e->id = id;
+        e->conf = conf;
+        e->paused = def->paused;
+        e->slot = r->n;
+        r->v[r->n++] = e;
+        link_chains(r, e);
+        e->bcfg.failure_threshold = (uint32_t)conf->eff.failure_threshold;
+        e->bcfg.cooldown_ms = conf->eff.cooldown_ms;
+        e->bcfg.max_cooldown_ms = conf->eff.max_cooldown_ms;
+        breaker_init(&e->br, &e->bcfg);
+        rates_init(e, util_mono_ms());
+    } else {
+        old = e->conf;
+        unlink_chains(r, e);   /* the name hash of the old snapshot */
+        e->conf = conf;
+        link_chains(r, e);
+        e->bcfg.failure_threshold = (uint32_t)conf->eff.failure_threshold;
+        e->bcfg.cooldown_ms = conf->eff.cooldown_ms;
+        e->bcfg.max_cooldown_ms = conf->eff.max_cooldown_ms;
+        if (!same_rates(&old->eff, &conf->eff))
+            rates_init(e, util_mono_ms());
+        ep_conf_unref(old);
+    }
+    e->from_config = from_config;
+    e->next_due = 0;  /* re-examine the queue with the new settings */
+    return e;
+oom:
+    ep_conf_unref(conf);
+    return NULL;
+}
+
+void registry_remove(struct registry *r, struct endpoint *e)
+{
+    struct endpoint *last = r->v[r->n - 1];
+
+    unlink_chains(r, e);
+    last->slot = e->slot;
+    r->v[e->slot] = last;
+    r->n--;
+    if (r->rr >= r->n)
+        r->rr = 0;
+    ep_conf_unref(e->conf);
+    free(e);
+}
+
+void registry_load_health(struct registry *r, const struct store_health *h)
+{
+    struct endpoint *e = registry_by_id(r, h->endpoint_id);
+
+    if (!e)
+        return;
+    e->br.state = (enum breaker_state)h->state;
+    e->br.consecutive_failures = (uint32_t)h->consecutive_failures;
+    e->br.opened_at = h->opened_at;
+    e->br.cooldown_ms = h->cooldown_ms;
+    e->br.last_failure_at = h->last_failure_at;
+    e->br.last_success_at = h->last_success_at;
+    e->br.probe_in_flight = 0;  /* a probe cut short by a restart proves nothing */
+    e->slow_since = h->slow_since;
+    e->p95_ms = h->has_latency ? h->p95_ms : 0;
+    e->samples = h->sample_count;
+}
+
+/* ---- the round's undo log ---- */
+
+void registry_round_begin(struct registry *r)
+{
+    r->round++;
+    r->nundo = 0;
+    r->undo_lost = 0;
+    r->saved_in_flight = r->in_flight;
+    r->saved_rr = r->rr;
+}
+
+void registry_touch(struct registry *r, struct endpoint *e)
+{
+    if (e->touched == r->round)
+        return;
+    e->touched = r->round;
+    if (r->nundo == r->undocap) {
+        size_t nc = r->undocap ? r->undocap * 2 : 64;
+        struct registry_undo *nu = realloc(r->undo, nc * sizeof *nu);
+        if (!nu) {
+            r->undo_lost = 1;
+            return;
+        }
+        r->undo = nu;
+        r->undocap = nc;
+    }
+    r->undo[r->nundo].e = e;
+    r->undo[r->nundo].saved = *e;
+    r->nundo++;
+}
+
+void registry_round_undo(struct registry *r)
+{
+    size_t i;
+
+    for (i = r->nundo; i-- > 0;) {
+        struct endpoint *e = r->undo[i].e;
+        struct endpoint keep = *e;
+        /* the state goes back; the table's own links stay as they are */
+        *e = r->undo[i].saved;
+        e->next_id = keep.next_id;
+        e->next_name = keep.next_name;
+        e->slot = keep.slot;
+        e->touched = keep.touched;
+    }
+    if (r->undo_lost)
+        log_error("registry_undo_incomplete", "note=\"out of memory during a failed round; endpoint "
+                  "counters may be off until restart\"");
+    r->in_flight = r->saved_in_flight;
+    r->rr = r->saved_rr;
+    r->nundo = 0;
+}
+
+/* ---- health ---- */
+
+uint32_t endpoint_threshold(const struct endpoint *e)
+{
+    uint32_t th = e->bcfg.failure_threshold ? e->bcfg.failure_threshold : 1;
+
+    if (e->slow_since) {
+        th /= 2;
+        if (th < 1)
+            th = 1;
+    }
+    return th;
+}
+
+void endpoint_health_row(const struct endpoint *e, struct store_health *h)
+{
+    memset(h, 0, sizeof *h);
+    h->endpoint_id = e->id;
+    h->endpoint_url = e->conf->def.url;
+    h->state = (int)e->br.state;
+    h->consecutive_failures = e->br.consecutive_failures;
+    h->failure_threshold = endpoint_threshold(e);
+    h->last_failure_at = e->br.last_failure_at;
+    h->last_success_at = e->br.last_success_at;
+    h->opened_at = e->br.opened_at;
+    h->cooldown_ms = e->br.cooldown_ms;
+    h->slow_since = e->slow_since;
+}
+
+void registry_mark_health(struct registry *r, struct endpoint *e)
+{
+    registry_touch(r, e);
+    if (e->health_dirty)
+        return;
+    if (r->ndirty == r->dirtycap) {
+        size_t nc = r->dirtycap ? r->dirtycap * 2 : 64;
+        int64_t *nd = realloc(r->dirty, nc * sizeof *nd);
+        if (!nd) {
+            log_error("oom", "where=registry_mark_health endpoint=%s note=\"breaker state saved later\"",
+                      e->conf->def.name);
+            return;
+        }
+        r->dirty = nd;
+        r->dirtycap = nc;
+    }
+    r->dirty[r->ndirty++] = e->id;
+    e->health_dirty = 1;
+}
+
+int registry_save_health(struct registry *r, struct store *st)
+{
+    struct store_health h;
+    size_t i;
+
+    for (i = 0; i < r->ndirty; i++) {
+        struct endpoint *e = registry_by_id(r, r->dirty[i]);
+        if (!e || !e->health_dirty)
+            continue;
+        endpoint_health_row(e, &h);
+        if (st->ops->health_save(st, &h, 1) < 0)
+            return -1;
+        registry_touch(r, e);
+        e->health_dirty = 0;
+    }
+    return 0;
+}
+
+void registry_round_commit(struct registry *r)
+{
+    r->ndirty = 0;
+    r->nundo = 0;
+}
+
+void endpoint_log_transition(const struct endpoint *e, const struct breaker_transition *t)
+{
+    if (t->from == t->to)
+        return;
+    log_warn("breaker_transition", "endpoint=%s from=%s to=%s reason=\"%s\" failures=%u cooldown_ms=%lld",
+             e->conf->def.name, breaker_state_name(t->from), breaker_state_name(t->to),
+             t->reason ? t->reason : "", e->br.consecutive_failures, (long long)e->br.cooldown_ms);
+}

@@ -1,0 +1,146 @@
+/* settle.c - applying delivery results. */
+#include "settle.h"
+#include "backoff.h"
+#include "log.h"
+#include "outcome.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void settle_decide(const struct djob *j, const struct ep_settings *s, int64_t now, uint64_t rnd,
+                   struct settle_row *out)
+{
+    struct store_settle *r = &out->s;
+    enum outcome oc;
+    int attempts = j->attempt_count + 1;
+
+    memset(out, 0, sizeof *out);
+    r->id = j->id;
+    r->endpoint_id = j->ep->id;
+    r->at = now;
+    out->outcome = -1;
+    if (!j->attempted) {
+        /* given back untried (shutdown): as it was, due now */
+        r->verdict = SETTLE_RELEASE;
+        r->attempts = j->attempt_count;
+        r->next_attempt_at = now;
+        return;
+    }
+    oc = outcome_classify(j->http_status, j->errc);
+    r->attempts = attempts;
+    r->status_code = j->http_status;
+    r->response_ms = j->response_ms;
+    r->sample = j->sample;
+    if (oc != OUTCOME_DELIVERED) {
+        outcome_error_class(j->http_status, j->errc, out->error_class, sizeof out->error_class);
+        if (j->http_status)
+            snprintf(out->error, sizeof out->error, "HTTP %d%s%s", j->http_status, j->error[0] ? ": " : "",
+                     j->error);
+        else
+            snprintf(out->error, sizeof out->error, "%s: %s", errclass_name(j->errc), j->error);
+        r->error_class = out->error_class;
+        r->error = out->error;
+    }
+    switch (oc) {
+    case OUTCOME_DELIVERED:
+        r->verdict = SETTLE_DELIVERED;
+        break;
+    case OUTCOME_RETRY:
+        if (attempts >= j->max_attempts) {
+            r->verdict = SETTLE_DEAD;
+            oc = OUTCOME_DEAD;
+            break;
+        }
+        {
+            int64_t delay = backoff_delay_ms((uint32_t)attempts, s->base_delay_ms, s->max_delay_ms, rnd);
+            /* Retry-After is a floor, capped at max_delay; a 429's also
+             * holds the whole endpoint */
+            if (j->retry_after_ms >= 0 && (j->http_status == 429 || j->http_status == 503)) {
+                int64_t floor_ms = j->retry_after_ms < s->max_delay_ms ? j->retry_after_ms : s->max_delay_ms;
+                if (delay < floor_ms)
+                    delay = floor_ms;
+                if (j->http_status == 429)
+                    out->hold_until = now + floor_ms;
+            }
+            r->verdict = SETTLE_RETRY;
+            r->next_attempt_at = now + delay;
+        }
+        break;
+    case OUTCOME_DEAD:
+    case OUTCOME_GONE:
+        r->verdict = SETTLE_DEAD;
+        break;
+    }
+    out->outcome = (int)oc;
+}
+
+/* What the result means for its endpoint; e is still registered. */
+static int endpoint_effects(struct registry *r, struct store *st, struct endpoint *e, const struct djob *j,
+                            const struct settle_row *row, int64_t now)
+{
+    struct breaker_transition t;
+
+    registry_touch(r, e);
+    e->in_flight--;
+    if (!j->attempted) {
+        if (j->probe)
+            breaker_probe_abandoned(&e->br);
+        e->next_due = 0;
+        return 0;
+    }
+    if (row->hold_until > e->hold_until)
+        e->hold_until = row->hold_until;
+    if (row->s.verdict == SETTLE_RETRY && row->s.next_attempt_at < e->next_due)
+        e->next_due = row->s.next_attempt_at;
+    if (row->outcome == OUTCOME_GONE && !e->paused) {
+        if (st->ops->endpoint_pause(st, e->id, 1, now) < 0)
+            return -1;
+        e->paused = 1;
+        log_warn("endpoint_paused", "endpoint=%s reason=\"410 Gone\" message_id=%lld", e->conf->def.name,
+                 (long long)j->id);
+    }
+    breaker_record(&e->br, &e->bcfg, row->outcome == OUTCOME_DELIVERED, j->probe, endpoint_threshold(e), now, &t);
+    endpoint_log_transition(e, &t);
+    registry_mark_health(r, e);
+    if (t.to == BREAKER_CLOSED && t.from != BREAKER_CLOSED)
+        e->next_due = 0;
+    return 0;
+}
+
+int settle_results(struct registry *r, struct store *st, struct djob *list, int64_t now)
+{
+    struct settle_row *rows;
+    struct store_settle *ss;
+    struct djob *j;
+    size_t n = 0, i;
+    int rc = -1;
+
+    for (j = list; j; j = j->next)
+        n++;
+    if (!n)
+        return 0;
+    rows = malloc(n * sizeof *rows);
+    ss = malloc(n * sizeof *ss);
+    if (!rows || !ss) {
+        store_fail(st, STORE_E_NOMEM, "settle: out of memory");
+        goto out;
+    }
+    for (j = list, i = 0; j; j = j->next, i++) {
+        /* the job's own snapshot: the endpoint may have changed or gone */
+        struct endpoint *e = registry_by_id(r, j->ep->id);
+        settle_decide(j, &j->ep->eff, now, backoff_rand64(), &rows[i]);
+        j->outcome = rows[i].outcome;
+        r->in_flight--;
+        if (e && endpoint_effects(r, st, e, j, &rows[i], now) < 0)
+            goto out;
+        ss[i] = rows[i].s;
+    }
+    if (st->ops->settle(st, ss, n) < 0)
+        goto out;
+    rc = 0;
+out:
+    free(rows);
+    free(ss);
+    return rc;
+}

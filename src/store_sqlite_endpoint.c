@@ -1,0 +1,218 @@
+/* store_sqlite_endpoint.c - endpoints and their health on SQLite (writer
+ * connection; inside the caller's transaction). */
+#include "store_sqlite.h"
+#include "breaker.h"
+#include "endpoint.h"
+#include "util.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+int sq_endpoints_load(struct store *s, int (*fn)(void *ctx, int64_t id, int from_config, const struct ep_def *d),
+                      void *ctx)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(q->db,
+                                "SELECT id, name, url, secrets, headers, event_types, settings, source, paused "
+                                "FROM endpoints ORDER BY id",
+                                -1, &st, NULL);
+
+    if (rc != SQLITE_OK)
+        return sq_fail(q, rc, "load endpoints");
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct ep_def d;
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        int stop;
+        if (ep_def_from_stored(&d, name, (const char *)sqlite3_column_text(st, 2),
+                               (const char *)sqlite3_column_text(st, 3), (const char *)sqlite3_column_text(st, 4),
+                               (const char *)sqlite3_column_text(st, 5), (const char *)sqlite3_column_text(st, 6),
+                               sqlite3_column_int(st, 8)) < 0) {
+            store_fail(s, STORE_E_OTHER, "endpoint %.64s: stored definition is invalid", name ? name : "?");
+            sqlite3_finalize(st);
+            return -1;
+        }
+        stop = fn(ctx, sqlite3_column_int64(st, 0),
+                  strcmp((const char *)sqlite3_column_text(st, 7), "config") == 0, &d);
+        ep_def_free(&d);
+        if (stop) {
+            sqlite3_finalize(st);
+            return store_fail(s, STORE_E_NOMEM, "load endpoints: out of memory");
+        }
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "load endpoints");
+}
+
+int sq_health_load(struct store *s, int (*fn)(void *ctx, const struct store_health *h), void *ctx)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(q->db,
+                                "SELECT endpoint_id, endpoint_url, state, consecutive_failures, failure_threshold, "
+                                "last_failure_at, last_success_at, opened_at, cooldown_ms, slow_since, "
+                                "p50_ms, p95_ms, p99_ms, sample_count FROM endpoint_health",
+                                -1, &st, NULL);
+
+    if (rc != SQLITE_OK)
+        return sq_fail(q, rc, "load health");
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct store_health h;
+        enum breaker_state bs = BREAKER_CLOSED;
+        memset(&h, 0, sizeof h);
+        h.endpoint_id = sqlite3_column_int64(st, 0);
+        h.endpoint_url = (const char *)sqlite3_column_text(st, 1);
+        if (breaker_state_parse((const char *)sqlite3_column_text(st, 2), &bs) < 0)
+            bs = BREAKER_OPEN;   /* unreadable state: fail safe */
+        h.state = (int)bs;
+        h.consecutive_failures = sqlite3_column_int64(st, 3);
+        h.failure_threshold = sqlite3_column_int64(st, 4);
+        h.last_failure_at = sq_col_or(st, 5, 0);
+        h.last_success_at = sq_col_or(st, 6, 0);
+        h.opened_at = sq_col_or(st, 7, 0);
+        h.cooldown_ms = sqlite3_column_int64(st, 8);
+        h.slow_since = sq_col_or(st, 9, 0);
+        h.has_latency = sqlite3_column_type(st, 11) != SQLITE_NULL;
+        h.p50_ms = sq_col_or(st, 10, 0);
+        h.p95_ms = sq_col_or(st, 11, 0);
+        h.p99_ms = sq_col_or(st, 12, 0);
+        h.sample_count = sqlite3_column_int64(st, 13);
+        if (fn(ctx, &h) != 0) {
+            sqlite3_finalize(st);
+            return store_fail(s, STORE_E_NOMEM, "load health: out of memory");
+        }
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "load health");
+}
+
+int sq_endpoint_put(struct store *s, const struct ep_def *d, int from_config, int64_t now, int64_t *id,
+                    int *created)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    char *secrets = ep_json_strings(d->secrets, d->nsecrets);
+    char *headers = ep_json_strings(d->headers, d->nheaders);
+    char *settings = ep_json_settings(&d->s);
+    sqlite3_stmt *st;
+    int rc = -1, step;
+
+    if (!secrets || !headers || !settings) {
+        store_fail(s, STORE_E_NOMEM, "endpoint put: out of memory");
+        goto out;
+    }
+    st = sq_stmt(q, SQ_EP_FIND);
+    sqlite3_bind_text(st, 1, d->name, -1, SQLITE_STATIC);
+    step = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (step != SQLITE_ROW && step != SQLITE_DONE) {
+        sq_fail(q, step, "endpoint put");
+        goto out;
+    }
+    if (created)
+        *created = step == SQLITE_DONE;
+    st = sq_stmt(q, SQ_EP_PUT);
+    sqlite3_bind_text(st, 1, d->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, d->url, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, secrets, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, headers, -1, SQLITE_STATIC);
+    sq_bind_text_or_null(st, 5, d->event_types);
+    sqlite3_bind_text(st, 6, settings, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, from_config ? "config" : "api", -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 8, d->paused);
+    sqlite3_bind_int64(st, 9, now);
+    step = sqlite3_step(st);
+    if (step == SQLITE_ROW) {
+        *id = sqlite3_column_int64(st, 0);
+        rc = 0;
+    }
+    sqlite3_reset(st);
+    if (step != SQLITE_ROW)
+        sq_fail(q, step, "endpoint put");
+    sqlite3_clear_bindings(st);  /* the secrets are about to be wiped */
+out:
+    if (secrets)
+        explicit_bzero(secrets, strlen(secrets));
+    cJSON_free(secrets);
+    cJSON_free(headers);
+    cJSON_free(settings);
+    return rc;
+}
+
+int sq_endpoint_delete(struct store *s, int64_t id, int64_t now, int64_t *dead)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = sq_stmt(q, SQ_EP_DEAD);
+
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, now);
+    if (sq_exec_stmt(q, st, "endpoint delete") < 0)
+        return -1;
+    *dead = sqlite3_changes(q->db);
+    st = sq_stmt(q, SQ_EP_DELETE);
+    sqlite3_bind_int64(st, 1, id);
+    if (sq_exec_stmt(q, st, "endpoint delete") < 0)
+        return -1;
+    st = sq_stmt(q, SQ_EP_HEALTH_DELETE);
+    sqlite3_bind_int64(st, 1, id);
+    return sq_exec_stmt(q, st, "endpoint delete");
+}
+
+int sq_endpoint_pause(struct store *s, int64_t id, int paused, int64_t now)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = sq_stmt(q, SQ_EP_PAUSE);
+
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int(st, 2, paused);
+    sqlite3_bind_int64(st, 3, now);
+    return sq_exec_stmt(q, st, "endpoint pause");
+}
+
+int sq_health_save(struct store *s, const struct store_health *v, size_t n)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        sqlite3_stmt *st = sq_stmt(q, SQ_HEALTH_SAVE);
+        sqlite3_bind_int64(st, 1, v[i].endpoint_id);
+        sqlite3_bind_text(st, 2, v[i].endpoint_url ? v[i].endpoint_url : "", -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, breaker_state_name((enum breaker_state)v[i].state), -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, v[i].consecutive_failures);
+        sqlite3_bind_int64(st, 5, v[i].failure_threshold);
+        sq_bind_pos_or_null(st, 6, v[i].last_failure_at);
+        sq_bind_pos_or_null(st, 7, v[i].last_success_at);
+        sq_bind_pos_or_null(st, 8, v[i].opened_at);
+        sqlite3_bind_int64(st, 9, v[i].cooldown_ms);
+        sq_bind_pos_or_null(st, 10, v[i].slow_since);
+        if (sq_exec_stmt(q, st, "health save") < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int sq_rollup_save(struct store *s, const struct store_rollup *v, size_t n)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        sqlite3_stmt *st = sq_stmt(q, SQ_ROLLUP_SAVE);
+        sqlite3_bind_int64(st, 1, v[i].endpoint_id);
+        if (v[i].has_latency) {
+            sqlite3_bind_int64(st, 2, v[i].p50_ms);
+            sqlite3_bind_int64(st, 3, v[i].p95_ms);
+            sqlite3_bind_int64(st, 4, v[i].p99_ms);
+        } else {
+            sqlite3_bind_null(st, 2);
+            sqlite3_bind_null(st, 3);
+            sqlite3_bind_null(st, 4);
+        }
+        sqlite3_bind_int64(st, 5, v[i].sample_count);
+        sqlite3_bind_int64(st, 6, v[i].at);
+        if (sq_exec_stmt(q, st, "rollup save") < 0)
+            return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,272 @@
+/* store_sqlite_queue.c - the queue on SQLite: enqueue, claim, settle,
+ * recovery, requeue, purge and retention. Writer connection only; every
+ * function runs inside the caller's transaction. */
+#include "store_sqlite.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int sq_recover(struct store *s, int64_t now, int64_t *n)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(q->db,
+                                "UPDATE webhook_queue SET status = CASE WHEN attempt_count > 0 "
+                                "THEN 'failed' ELSE 'pending' END, next_attempt_at = ?1 "
+                                "WHERE status = 'in_flight'",
+                                -1, &st, NULL);
+
+    if (rc != SQLITE_OK)
+        return sq_fail(q, rc, "recover");
+    sqlite3_bind_int64(st, 1, now);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return sq_fail(q, rc, "recover");
+    *n = sqlite3_changes(q->db);
+    return 0;
+}
+
+int sq_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    size_t i;
+    int rc;
+
+    for (i = 0; i < n; i++) {
+        struct store_enqueue *e = &v[i];
+        sqlite3_stmt *st = sq_stmt(q, SQ_INSERT);
+
+        sqlite3_bind_int64(st, 1, e->endpoint_id);
+        sqlite3_bind_text(st, 2, e->event_id, -1, SQLITE_STATIC);
+        sq_bind_text_or_null(st, 3, e->event_type);
+        sqlite3_bind_text(st, 4, e->payload, (int)e->payload_len, SQLITE_STATIC);
+        sqlite3_bind_int(st, 5, e->max_attempts);
+        sqlite3_bind_int64(st, 6, now);
+        /* no RETURNING: it costs SQLite a temporary table per execution */
+        if (sq_exec_stmt(q, st, "enqueue") < 0)
+            return -1;
+        if (sqlite3_changes(q->db) > 0) {
+            e->id = sqlite3_last_insert_rowid(q->db);
+            e->duplicate = 0;
+            continue;
+        }
+        st = sq_stmt(q, SQ_FIND);
+        sqlite3_bind_int64(st, 1, e->endpoint_id);
+        sqlite3_bind_text(st, 2, e->event_id, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW) {
+            sqlite3_reset(st);
+            return sq_fail(q, rc == SQLITE_DONE ? SQLITE_ERROR : rc, "enqueue: duplicate lookup");
+        }
+        e->id = sqlite3_column_int64(st, 0);
+        e->duplicate = 1;
+        sqlite3_reset(st);
+    }
+    return 0;
+}
+
+int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit,
+             int (*fn)(void *ctx, const struct store_claimed *row), void *ctx, int *n)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = sq_stmt(q, SQ_CLAIM);
+    struct store_claimed row;
+    int rc, stopped = 0;
+
+    *n = 0;
+    sqlite3_bind_int64(st, 1, endpoint_id);
+    sqlite3_bind_int64(st, 2, now);
+    sqlite3_bind_int(st, 3, limit);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (stopped)
+            continue;  /* the statement must run to completion */
+        row.id = sqlite3_column_int64(st, 0);
+        row.endpoint_id = endpoint_id;
+        row.event_id = (const char *)sqlite3_column_text(st, 1);
+        row.payload = (const char *)sqlite3_column_text(st, 2);
+        row.payload_len = (size_t)sqlite3_column_bytes(st, 2);
+        row.attempt_count = sqlite3_column_int(st, 3);
+        row.max_attempts = sqlite3_column_int(st, 4);
+        row.created_at = sqlite3_column_int64(st, 5);
+        if (fn(ctx, &row) != 0)
+            stopped = 1;
+        else
+            (*n)++;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return sq_fail(q, rc, "claim");
+    if (stopped)  /* the caller rolls the transaction back */
+        return store_fail(s, STORE_E_NOMEM, "claim: out of memory");
+    return 0;
+}
+
+int sq_next_due(struct store *s, int64_t endpoint_id, int64_t *at)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = sq_stmt(q, SQ_NEXT_DUE);
+    int rc;
+
+    sqlite3_bind_int64(st, 1, endpoint_id);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *at = sq_col_or(st, 0, INT64_MAX);
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? 0 : sq_fail(q, rc, "next due");
+}
+
+static int settle_row(struct sq_store *q, struct store_settle *r)
+{
+    sqlite3_stmt *st;
+
+    switch (r->verdict) {
+    case SETTLE_DELIVERED:
+        st = sq_stmt(q, SQ_DELIVERED);
+        sqlite3_bind_int(st, 2, r->attempts);
+        sqlite3_bind_int(st, 3, r->status_code);
+        sqlite3_bind_int64(st, 4, r->response_ms);
+        sqlite3_bind_int64(st, 5, r->at);
+        break;
+    case SETTLE_RETRY:
+        st = sq_stmt(q, SQ_FAILED);
+        sqlite3_bind_int(st, 2, r->attempts);
+        sqlite3_bind_int64(st, 3, r->next_attempt_at);
+        sq_bind_text_or_null(st, 4, r->error);
+        sq_bind_pos_or_null(st, 5, r->status_code);
+        sqlite3_bind_int64(st, 6, r->response_ms);
+        sq_bind_text_or_null(st, 7, r->error_class);
+        break;
+    case SETTLE_DEAD:
+        st = sq_stmt(q, SQ_DEAD);
+        sqlite3_bind_int(st, 2, r->attempts);
+        sq_bind_text_or_null(st, 3, r->error);
+        sq_bind_pos_or_null(st, 4, r->status_code);
+        sqlite3_bind_int64(st, 5, r->response_ms);
+        sq_bind_text_or_null(st, 6, r->error_class);
+        break;
+    default:
+        st = sq_stmt(q, SQ_RELEASE);
+        sqlite3_bind_int64(st, 2, r->next_attempt_at);
+        break;
+    }
+    sqlite3_bind_int64(st, 1, r->id);
+    if (sq_exec_stmt(q, st, "settle") < 0)
+        return -1;
+    r->applied = sqlite3_changes(q->db) > 0;
+    return 0;
+}
+
+/* One attempt row: the message's attempt log and, when the request
+ * reached the endpoint, a latency sample. */
+static int attempt_row(struct sq_store *q, const struct store_settle *r)
+{
+    sqlite3_stmt *st = sq_stmt(q, SQ_ATTEMPT);
+
+    sqlite3_bind_int64(st, 1, r->endpoint_id);
+    sqlite3_bind_int64(st, 2, r->id);
+    if (r->sample)
+        sqlite3_bind_int64(st, 3, r->response_ms);
+    else
+        sqlite3_bind_null(st, 3);
+    sq_bind_pos_or_null(st, 4, r->status_code);
+    sq_bind_text_or_null(st, 5, r->error_class);
+    sq_bind_text_or_null(st, 6, r->verdict == SETTLE_DELIVERED ? NULL : r->error);
+    sqlite3_bind_int64(st, 7, r->at);
+    return sq_exec_stmt(q, st, "attempt");
+}
+
+int sq_settle(struct store *s, struct store_settle *v, size_t n)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (settle_row(q, &v[i]) < 0)
+            return -1;
+        /* a stale result (its row dead-lettered meanwhile) is no attempt
+         * of anything hookd still delivers */
+        if (v[i].verdict != SETTLE_RELEASE && v[i].applied && attempt_row(q, &v[i]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The statuses of a filter as an SQL IN list; only the ones an admin op
+ * may touch (never pending or in_flight rows). */
+static int status_list(unsigned statuses, char *out, size_t n)
+{
+    static const enum msg_status ok[] = {MSG_FAILED, MSG_DELIVERED, MSG_DEAD_LETTER};
+    size_t i, len = 0;
+
+    out[0] = '\0';
+    for (i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (statuses & MSG_BIT(ok[i]))
+            len += (size_t)snprintf(out + len, n - len, "%s'%s'", len ? ", " : "", msg_status_name(ok[i]));
+    return len ? 0 : -1;
+}
+
+/* Admin statements change with the statuses asked for, and run rarely:
+ * prepared per call, with the partial indexes still usable. */
+static int admin_exec(struct sq_store *q, const char *sql, const struct store_filter *f, int64_t now, int64_t *n,
+                      const char *what)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
+
+    if (rc != SQLITE_OK)
+        return sq_fail(q, rc, what);
+    sqlite3_bind_int64(st, 1, f->id);
+    sqlite3_bind_int64(st, 2, f->endpoint_id);
+    sqlite3_bind_int64(st, 3, f->since);
+    sqlite3_bind_int64(st, 4, now);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return sq_fail(q, rc, what);
+    *n = sqlite3_changes(q->db);
+    return 0;
+}
+
+int sq_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    char in[96], sql[512];
+
+    *n = 0;
+    if (status_list(f->statuses, in, sizeof in) < 0)
+        return 0;
+    snprintf(sql, sizeof sql,
+             "UPDATE webhook_queue SET status = 'pending', attempt_count = 0, next_attempt_at = ?4, "
+             "last_error = NULL, last_error_class = NULL "
+             "WHERE status IN (%s) AND (?1 = 0 OR id = ?1) AND (?2 = 0 OR endpoint_id = ?2) AND created_at >= ?3",
+             in);
+    return admin_exec(q, sql, f, now, n, "requeue");
+}
+
+int sq_purge(struct store *s, const struct store_filter *f, int64_t *n)
+{
+    struct sq_store *q = (struct sq_store *)s;
+
+    return admin_exec(q,
+                      "DELETE FROM webhook_queue WHERE status = 'dead_letter' AND (?1 = 0 OR id = ?1) "
+                      "AND (?2 = 0 OR endpoint_id = ?2) AND created_at >= ?3 AND ?4 = ?4",
+                      f, 0, n, "purge");
+}
+
+int sq_expire(struct store *s, enum store_expiry what, int64_t before, int64_t limit, int64_t *n)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    enum sq_stmt i = what == EXPIRE_ATTEMPTS ? SQ_EXPIRE_ATTEMPTS
+                     : what == EXPIRE_DELIVERED ? SQ_EXPIRE_DELIVERED
+                                                : SQ_EXPIRE_DEAD;
+    sqlite3_stmt *st = sq_stmt(q, i);
+
+    sqlite3_bind_int64(st, 1, before);
+    sqlite3_bind_int64(st, 2, limit);
+    if (sq_exec_stmt(q, st, "expire") < 0)
+        return -1;
+    *n = sqlite3_changes(q->db);
+    return 0;
+}

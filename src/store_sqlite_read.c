@@ -1,0 +1,298 @@
+/* store_sqlite_read.c - the reader's queries on SQLite (read-only
+ * connection). Nothing here reads webhook_queue.payload (only its length)
+ * or the values of endpoints.secrets / endpoints.headers. */
+#include "store_sqlite.h"
+#include "breaker.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define HOUR_MS (3600 * 1000LL)
+/* attempts are looked up from the message's creation on; allow for the
+ * wall clock having stepped back a little between enqueue and attempt */
+#define CLOCK_SLACK_MS 60000
+
+int sq_snapshot_begin(struct store *s)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    int rc = sqlite3_step(sq_stmt(q, SQ_BEGIN));
+
+    sqlite3_reset(q->st[SQ_BEGIN]);
+    return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "snapshot");
+}
+
+void sq_snapshot_end(struct store *s)
+{
+    struct sq_store *q = (struct sq_store *)s;
+
+    /* a read transaction: nothing to lose, but it must end so the writer
+     * can checkpoint past our snapshot */
+    if (sqlite3_step(sq_stmt(q, SQ_COMMIT)) != SQLITE_DONE && !sqlite3_get_autocommit(q->db))
+        sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_reset(q->st[SQ_COMMIT]);
+}
+
+/* One integer from a statement (no row, or NULL: *has = 0, *out = 0). */
+static int scalar(struct sq_store *q, sqlite3_stmt *st, int64_t *out, int *has, const char *what)
+{
+    int rc = sqlite3_step(st);
+
+    *out = 0;
+    if (has)
+        *has = 0;
+    if (rc == SQLITE_ROW) {
+        if (has)
+            *has = sqlite3_column_type(st, 0) != SQLITE_NULL;
+        *out = sqlite3_column_int64(st, 0);
+        rc = SQLITE_DONE;
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, what);
+}
+
+int sq_queue_stats(struct store *s, int64_t now, int with_delivered, struct store_stats *out)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    if (scalar(q, sq_stmt(q, SQ_CNT_PENDING), &out->n[MSG_PENDING], NULL, "stats") < 0 ||
+        scalar(q, sq_stmt(q, SQ_CNT_FAILED), &out->n[MSG_FAILED], NULL, "stats") < 0 ||
+        scalar(q, sq_stmt(q, SQ_CNT_IN_FLIGHT), &out->n[MSG_IN_FLIGHT], NULL, "stats") < 0 ||
+        scalar(q, sq_stmt(q, SQ_CNT_DEAD), &out->n[MSG_DEAD_LETTER], NULL, "stats") < 0 ||
+        (with_delivered && scalar(q, sq_stmt(q, SQ_CNT_DELIVERED), &out->n[MSG_DELIVERED], NULL, "stats") < 0))
+        return -1;
+    st = sq_stmt(q, SQ_DELIVERED_SINCE);
+    sqlite3_bind_int64(st, 1, now - HOUR_MS);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        out->delivered_last_hour = sqlite3_column_int64(st, 0);
+        out->has_avg = sqlite3_column_type(st, 1) != SQLITE_NULL;
+        out->avg_delivery_ms = sqlite3_column_double(st, 1);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW)
+        return sq_fail(q, rc, "stats");
+    st = sq_stmt(q, SQ_FAILED_SINCE);
+    sqlite3_bind_int64(st, 1, now - HOUR_MS);
+    if (scalar(q, st, &out->failed_last_hour, NULL, "stats") < 0)
+        return -1;
+    return scalar(q, sq_stmt(q, SQ_OLDEST_PENDING), &out->oldest_pending, &out->has_oldest, "stats");
+}
+
+static const char *col_text(sqlite3_stmt *st, int col)
+{
+    return (const char *)sqlite3_column_text(st, col);
+}
+
+int sq_message_get(struct store *s, int64_t id, int (*fn)(void *ctx, const struct store_message *m), void *ctx,
+                   int *found)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = sq_stmt(q, SQ_GET);
+    struct store_message m;
+    enum msg_status ms = MSG_PENDING;
+    int rc, stop;
+
+    *found = 0;
+    sqlite3_bind_int64(st, 1, id);
+    rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(st);
+        return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "get");
+    }
+    *found = 1;
+    memset(&m, 0, sizeof m);
+    m.id = sqlite3_column_int64(st, 0);
+    m.endpoint = col_text(st, 1);
+    m.endpoint_id = sqlite3_column_int64(st, 2);
+    m.event_id = col_text(st, 3);
+    m.event_type = col_text(st, 4);
+    msg_status_parse(col_text(st, 5), &ms);
+    m.status = ms;
+    m.attempt_count = sqlite3_column_int(st, 6);
+    m.max_attempts = sqlite3_column_int(st, 7);
+    m.created_at = sqlite3_column_int64(st, 8);
+    m.next_attempt_at = sqlite3_column_int64(st, 9);
+    m.claimed_at = sq_col_or(st, 10, 0);
+    m.delivered_at = sq_col_or(st, 11, 0);
+    m.last_error = col_text(st, 12);
+    m.last_status_code = (int)sq_col_or(st, 13, 0);
+    m.last_response_ms = sq_col_or(st, 14, -1);
+    m.payload_bytes = sqlite3_column_int64(st, 15);
+    m.last_error_class = col_text(st, 16);
+    stop = fn(ctx, &m);
+    sqlite3_reset(st);
+    return stop ? store_fail(s, STORE_E_NOMEM, "get: out of memory") : 0;
+}
+
+int sq_message_attempts(struct store *s, const struct store_message *m, int limit,
+                        int (*fn)(void *ctx, const struct store_attempt *a), void *ctx)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = sq_stmt(q, SQ_GET_ATTEMPTS);
+    int rc;
+
+    sqlite3_bind_int64(st, 1, m->id);
+    sqlite3_bind_int64(st, 2, m->endpoint_id);
+    sqlite3_bind_int64(st, 3, m->created_at - CLOCK_SLACK_MS);
+    sqlite3_bind_int(st, 4, limit);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct store_attempt a;
+        a.at = sqlite3_column_int64(st, 0);
+        a.response_ms = sq_col_or(st, 1, -1);
+        a.status_code = (int)sq_col_or(st, 2, 0);
+        a.error_class = col_text(st, 3);
+        a.detail = col_text(st, 4);
+        if (fn(ctx, &a) != 0) {
+            sqlite3_reset(st);
+            return store_fail(s, STORE_E_NOMEM, "get: out of memory");
+        }
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "get attempts");
+}
+
+static void health_cols(sqlite3_stmt *st, struct store_health *h)
+{
+    enum breaker_state bs = BREAKER_CLOSED;
+
+    breaker_state_parse(col_text(st, 9), &bs);
+    h->state = (int)bs;
+    h->consecutive_failures = sqlite3_column_int64(st, 10);
+    h->has_latency = sqlite3_column_type(st, 12) != SQLITE_NULL;
+    h->p50_ms = sq_col_or(st, 11, 0);
+    h->p95_ms = sq_col_or(st, 12, 0);
+    h->p99_ms = sq_col_or(st, 13, 0);
+    h->sample_count = sqlite3_column_int64(st, 14);
+    h->failure_threshold = sq_col_or(st, 15, 0);
+    h->last_failure_at = sq_col_or(st, 16, 0);
+    h->last_success_at = sq_col_or(st, 17, 0);
+    h->opened_at = sq_col_or(st, 18, 0);
+    h->cooldown_ms = sq_col_or(st, 19, 0);
+    h->slow_since = sq_col_or(st, 20, 0);
+}
+
+int sq_endpoint_list(struct store *s, int with_queue, int (*fn)(void *ctx, const struct store_endpoint_info *e),
+                     void *ctx)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = sq_stmt(q, SQ_EP_LIST);
+    int rc, i;
+
+    sqlite3_bind_int(st, 1, with_queue != 0);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct store_endpoint_info e;
+        memset(&e, 0, sizeof e);
+        e.id = sqlite3_column_int64(st, 0);
+        e.name = col_text(st, 1);
+        e.url = col_text(st, 2);
+        e.from_config = strcmp(col_text(st, 3), "config") == 0;
+        e.paused = sqlite3_column_int(st, 4);
+        e.event_types = col_text(st, 5);
+        e.nsecrets = sqlite3_column_int(st, 6);
+        e.header_names = col_text(st, 7);
+        e.settings = col_text(st, 8);
+        e.h.endpoint_id = e.id;
+        e.h.endpoint_url = e.url;
+        health_cols(st, &e.h);
+        for (i = 0; i < MSG__COUNT; i++)
+            e.queue[i] = sqlite3_column_int64(st, 21 + i);
+        if (fn(ctx, &e) != 0) {
+            sqlite3_reset(st);
+            return store_fail(s, STORE_E_NOMEM, "endpoint list: out of memory");
+        }
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "endpoint list");
+}
+
+int sq_dead_letters(struct store *s, int64_t since, int limit,
+                    int (*fn)(void *ctx, const struct store_dead_group *g), void *ctx)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = sq_stmt(q, SQ_DEAD_LETTERS);
+    int rc;
+
+    sqlite3_bind_int64(st, 1, since);
+    sqlite3_bind_int(st, 2, limit);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct store_dead_group g;
+        g.endpoint_id = sqlite3_column_int64(st, 0);
+        g.endpoint = col_text(st, 1);
+        g.dead_count = sqlite3_column_int64(st, 2);
+        g.primary_error_class = col_text(st, 3);
+        g.example_error = col_text(st, 4);
+        g.primary_status_code = (int)sq_col_or(st, 5, 0);
+        g.first_dead = sqlite3_column_int64(st, 6);
+        g.last_dead = sqlite3_column_int64(st, 7);
+        g.avg_attempts = sqlite3_column_int64(st, 8);
+        if (fn(ctx, &g) != 0) {
+            sqlite3_reset(st);
+            return store_fail(s, STORE_E_NOMEM, "dead letters: out of memory");
+        }
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "dead letters");
+}
+
+int sq_slow_endpoints(struct store *s, int64_t p95_ms, int64_t min_samples,
+                      int (*fn)(void *ctx, const struct store_endpoint_info *e), void *ctx)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = sq_stmt(q, SQ_SLOW);
+    int rc;
+
+    sqlite3_bind_int64(st, 1, p95_ms);
+    sqlite3_bind_int64(st, 2, min_samples);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct store_endpoint_info e;
+        enum breaker_state bs = BREAKER_CLOSED;
+        memset(&e, 0, sizeof e);
+        e.id = e.h.endpoint_id = sqlite3_column_int64(st, 0);
+        e.name = col_text(st, 1);
+        e.h.has_latency = 1;
+        e.h.p50_ms = sq_col_or(st, 2, 0);
+        e.h.p95_ms = sq_col_or(st, 3, 0);
+        e.h.p99_ms = sq_col_or(st, 4, 0);
+        e.h.sample_count = sqlite3_column_int64(st, 5);
+        breaker_state_parse(col_text(st, 6), &bs);
+        e.h.state = (int)bs;
+        e.h.consecutive_failures = sqlite3_column_int64(st, 7);
+        e.url = e.h.endpoint_url = col_text(st, 8);
+        if (fn(ctx, &e) != 0) {
+            sqlite3_reset(st);
+            return store_fail(s, STORE_E_NOMEM, "slow: out of memory");
+        }
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "slow");
+}
+
+int sq_latency_window(struct store *s, int64_t endpoint_id, int64_t since, int64_t **buf, size_t *cap, size_t *n)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = sq_stmt(q, SQ_LATENCY);
+    int rc;
+
+    *n = 0;
+    sqlite3_bind_int64(st, 1, endpoint_id);
+    sqlite3_bind_int64(st, 2, since);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 4096;
+            int64_t *nb = realloc(*buf, nc * sizeof *nb);
+            if (!nb) {
+                sqlite3_reset(st);
+                return store_fail(s, STORE_E_NOMEM, "latency window: out of memory");
+            }
+            *buf = nb;
+            *cap = nc;
+        }
+        (*buf)[(*n)++] = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "latency window");
+}

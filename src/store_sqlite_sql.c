@@ -1,0 +1,249 @@
+/* store_sqlite_sql.c - the SQLite backend's statements (prepared once per
+ * connection by store_sqlite.c) and the helpers that run them. */
+#include "store_sqlite.h"
+
+#include <stdio.h>
+
+const char *const sq_sql[SQ__COUNT] = {
+    /* ---- writer ---- */
+    [SQ_INSERT] =
+        "INSERT INTO webhook_queue (endpoint_id, event_id, event_type, payload, max_attempts, "
+        "created_at, next_attempt_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) "
+        "ON CONFLICT (endpoint_id, event_id) DO NOTHING",
+    [SQ_FIND] = "SELECT id FROM webhook_queue WHERE endpoint_id = ?1 AND event_id = ?2",
+    /* one statement per endpoint and round: RETURNING's temporary table
+     * is paid once per batch, not once per row */
+    [SQ_CLAIM] =
+        "UPDATE webhook_queue SET status = 'in_flight', claimed_at = ?2 WHERE id IN ("
+        "SELECT id FROM webhook_queue WHERE endpoint_id = ?1 AND status IN ('pending', 'failed') "
+        "AND next_attempt_at <= ?2 ORDER BY next_attempt_at, id LIMIT ?3) "
+        "RETURNING id, event_id, payload, attempt_count, max_attempts, created_at",
+    [SQ_NEXT_DUE] =
+        "SELECT min(next_attempt_at) FROM webhook_queue "
+        "WHERE endpoint_id = ?1 AND status IN ('pending', 'failed')",
+    /* results change only rows still in flight: a row dead-lettered
+     * meanwhile (its endpoint deleted) keeps its status */
+    [SQ_DELIVERED] =
+        "UPDATE webhook_queue SET status = 'delivered', delivered_at = ?5, attempt_count = ?2, "
+        "last_status_code = ?3, last_response_ms = ?4, last_error = NULL, last_error_class = NULL "
+        "WHERE id = ?1 AND status = 'in_flight'",
+    [SQ_FAILED] =
+        "UPDATE webhook_queue SET status = 'failed', attempt_count = ?2, next_attempt_at = ?3, "
+        "last_error = ?4, last_status_code = ?5, last_response_ms = ?6, last_error_class = ?7 "
+        "WHERE id = ?1 AND status = 'in_flight'",
+    [SQ_DEAD] =
+        "UPDATE webhook_queue SET status = 'dead_letter', attempt_count = ?2, last_error = ?3, "
+        "last_status_code = ?4, last_response_ms = ?5, last_error_class = ?6 "
+        "WHERE id = ?1 AND status = 'in_flight'",
+    [SQ_RELEASE] =
+        "UPDATE webhook_queue SET status = CASE WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, "
+        "next_attempt_at = ?2 WHERE id = ?1 AND status = 'in_flight'",
+    [SQ_ATTEMPT] =
+        "INSERT INTO endpoint_latency (endpoint_id, message_id, response_ms, status_code, "
+        "error_class, detail, measured_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [SQ_HEALTH_SAVE] =
+        "INSERT INTO endpoint_health (endpoint_id, endpoint_url, state, consecutive_failures, "
+        "failure_threshold, last_failure_at, last_success_at, opened_at, cooldown_ms, slow_since) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (endpoint_id) DO UPDATE SET "
+        "endpoint_url = excluded.endpoint_url, state = excluded.state, "
+        "consecutive_failures = excluded.consecutive_failures, "
+        "failure_threshold = excluded.failure_threshold, last_failure_at = excluded.last_failure_at, "
+        "last_success_at = excluded.last_success_at, opened_at = excluded.opened_at, "
+        "cooldown_ms = excluded.cooldown_ms, slow_since = excluded.slow_since",
+    [SQ_ROLLUP_SAVE] =
+        "UPDATE endpoint_health SET p50_ms = ?2, p95_ms = ?3, p99_ms = ?4, "
+        "sample_count = ?5, rolled_up_at = ?6 WHERE endpoint_id = ?1",
+    /* retention in bounded chunks, so the writer never stalls */
+    [SQ_EXPIRE_ATTEMPTS] =
+        "DELETE FROM endpoint_latency WHERE id IN (SELECT id FROM endpoint_latency "
+        "WHERE measured_at < ?1 LIMIT ?2)",
+    [SQ_EXPIRE_DELIVERED] =
+        "DELETE FROM webhook_queue WHERE id IN (SELECT id FROM webhook_queue "
+        "WHERE status = 'delivered' AND delivered_at < ?1 LIMIT ?2)",
+    [SQ_EXPIRE_DEAD] =
+        "DELETE FROM webhook_queue WHERE id IN (SELECT id FROM webhook_queue "
+        "WHERE status = 'dead_letter' AND created_at < ?1 LIMIT ?2)",
+    [SQ_EP_FIND] = "SELECT id FROM endpoints WHERE name = ?1",
+    [SQ_EP_PUT] =
+        "INSERT INTO endpoints (name, url, secrets, headers, event_types, settings, "
+        "source, paused, created_at, updated_at) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) "
+        "ON CONFLICT (name) DO UPDATE SET url = excluded.url, "
+        "secrets = excluded.secrets, headers = excluded.headers, "
+        "event_types = excluded.event_types, settings = excluded.settings, "
+        "source = excluded.source, updated_at = excluded.updated_at "
+        "RETURNING id",
+    [SQ_EP_PAUSE] = "UPDATE endpoints SET paused = ?2, updated_at = ?3 WHERE id = ?1",
+    [SQ_EP_DEAD] =
+        "UPDATE webhook_queue SET status = 'dead_letter', last_error = 'endpoint deleted', "
+        "last_error_class = 'endpoint_deleted', next_attempt_at = ?2 "
+        "WHERE endpoint_id = ?1 AND status IN ('pending', 'failed', 'in_flight')",
+    [SQ_EP_DELETE] = "DELETE FROM endpoints WHERE id = ?1",
+    [SQ_EP_HEALTH_DELETE] = "DELETE FROM endpoint_health WHERE endpoint_id = ?1",
+
+    /* ---- reader ---- */
+    /* counts by status. "status IN (...) AND status = x" is deliberate:
+     * SQLite only uses the partial index idx_queue_next when the WHERE
+     * clause repeats its IN list; "status = 'pending'" alone scans the
+     * table (measured: 0.8 s vs 7 ms on 1M rows). */
+    [SQ_CNT_PENDING] =
+        "SELECT count(*) FROM webhook_queue WHERE status IN ('pending', 'failed') AND status = 'pending'",
+    [SQ_CNT_FAILED] =
+        "SELECT count(*) FROM webhook_queue WHERE status IN ('pending', 'failed') AND status = 'failed'",
+    [SQ_CNT_IN_FLIGHT] = "SELECT count(*) FROM webhook_queue WHERE status = 'in_flight'",
+    [SQ_CNT_DEAD] = "SELECT count(*) FROM webhook_queue WHERE status = 'dead_letter'",
+    /* covering scan of idx_queue_delivered (~50 ms per 1M rows) */
+    [SQ_CNT_DELIVERED] = "SELECT count(*) FROM webhook_queue WHERE status = 'delivered'",
+    /* INDEXED BY: with an index on status the planner prefers it and
+     * walks every delivered row (4 s on 1M) instead of the last hour */
+    [SQ_DELIVERED_SINCE] =
+        "SELECT count(*), avg(last_response_ms) FROM webhook_queue INDEXED BY idx_queue_delivered "
+        "WHERE status = 'delivered' AND delivered_at >= ?1",
+    [SQ_FAILED_SINCE] =
+        "SELECT (SELECT count(*) FROM webhook_queue WHERE status IN ('pending', 'failed') "
+        "AND status = 'failed' AND created_at >= ?1) + "
+        "(SELECT count(*) FROM webhook_queue WHERE status = 'dead_letter' AND created_at >= ?1)",
+    /* min(created_at) would look up every waiting row in the table; ids
+     * grow with insertion time and created_at is the insertion time, so
+     * the smallest waiting id is the oldest message. min(id) comes from
+     * the covering index alone (8 ms vs 110 ms on 70k waiting rows). */
+    [SQ_OLDEST_PENDING] =
+        "SELECT created_at FROM webhook_queue WHERE id = (SELECT min(id) FROM webhook_queue "
+        "INDEXED BY idx_queue_next WHERE status IN ('pending', 'failed'))",
+    [SQ_GET] =
+        "SELECT q.id, e.name, q.endpoint_id, q.event_id, q.event_type, q.status, q.attempt_count, "
+        "q.max_attempts, q.created_at, q.next_attempt_at, q.claimed_at, q.delivered_at, q.last_error, "
+        "q.last_status_code, q.last_response_ms, length(CAST(q.payload AS BLOB)), q.last_error_class "
+        "FROM webhook_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE q.id = ?1",
+    /* message_id has no index; endpoint and time bound the search to
+     * idx_latency_endpoint (7 ms vs a 45 ms scan of 300k attempts) */
+    [SQ_GET_ATTEMPTS] =
+        "SELECT measured_at, response_ms, status_code, error_class, detail FROM endpoint_latency "
+        "WHERE endpoint_id = ?2 AND measured_at >= ?3 AND message_id = ?1 ORDER BY id LIMIT ?4",
+    /* secrets are counted and header values cut off by SQLite itself:
+     * neither ever reaches the reader's memory. ?1 = 0: no queue counts
+     * (the counts are one scan of the queue). */
+    [SQ_EP_LIST] =
+        "SELECT e.id, e.name, e.url, e.source, e.paused, e.event_types, "
+        "CASE WHEN json_valid(e.secrets) AND json_type(e.secrets) = 'array' "
+        "THEN json_array_length(e.secrets) ELSE 0 END, "
+        "CASE WHEN json_valid(e.headers) AND json_type(e.headers) = 'array' THEN "
+        "(SELECT json_group_array(trim(CASE WHEN instr(value, ':') > 0 "
+        "THEN substr(value, 1, instr(value, ':') - 1) ELSE '' END)) FROM json_each(e.headers)) "
+        "ELSE '[]' END, "
+        "CASE WHEN json_valid(e.settings) AND json_type(e.settings) = 'object' "
+        "THEN json(e.settings) ELSE '{}' END, "
+        "coalesce(h.state, 'closed'), coalesce(h.consecutive_failures, 0), h.p50_ms, h.p95_ms, h.p99_ms, "
+        "coalesce(h.sample_count, 0), h.failure_threshold, h.last_failure_at, h.last_success_at, "
+        "h.opened_at, h.cooldown_ms, h.slow_since, "
+        "coalesce(c.pending, 0), coalesce(c.failed, 0), coalesce(c.in_flight, 0), coalesce(c.delivered, 0), "
+        "coalesce(c.dead, 0) "
+        "FROM endpoints e LEFT JOIN endpoint_health h ON h.endpoint_id = e.id "
+        "LEFT JOIN (SELECT endpoint_id, sum(status = 'pending') AS pending, sum(status = 'failed') AS failed, "
+        "  sum(status = 'in_flight') AS in_flight, sum(status = 'delivered') AS delivered, "
+        "  sum(status = 'dead_letter') AS dead FROM webhook_queue WHERE ?1 GROUP BY endpoint_id) c "
+        "ON c.endpoint_id = e.id ORDER BY e.name",
+    /* the seed's analyze_dead_letters, grouped by the stable error class
+     * (a body excerpt in last_error would make every 503 its own group).
+     * mode() = most frequent non-null value, ties to the smallest
+     * (PostgreSQL's mode() WITHIN GROUP). */
+    [SQ_DEAD_LETTERS] =
+        "WITH d AS MATERIALIZED (SELECT id, endpoint_id, last_error, last_error_class, last_status_code, "
+        "  created_at, attempt_count FROM webhook_queue WHERE status = 'dead_letter' AND created_at >= ?1), "
+        "agg AS (SELECT endpoint_id, count(*) AS n, min(created_at) AS first_dead, "
+        "  max(created_at) AS last_dead, avg(attempt_count) AS att FROM d GROUP BY endpoint_id), "
+        "err AS (SELECT endpoint_id, last_error_class AS v, row_number() OVER (PARTITION BY endpoint_id "
+        "  ORDER BY count(*) DESC, last_error_class) AS rn FROM d WHERE last_error_class IS NOT NULL "
+        "  GROUP BY endpoint_id, last_error_class), "
+        "sc AS (SELECT endpoint_id, last_status_code AS v, row_number() OVER (PARTITION BY endpoint_id "
+        "  ORDER BY count(*) DESC, last_status_code) AS rn FROM d WHERE last_status_code IS NOT NULL "
+        "  GROUP BY endpoint_id, last_status_code) "
+        "SELECT a.endpoint_id, e.name, a.n, err.v, "
+        "  (SELECT d2.last_error FROM d d2 WHERE d2.endpoint_id = a.endpoint_id "
+        "   AND d2.last_error_class = err.v ORDER BY d2.id DESC LIMIT 1), "
+        "  sc.v, a.first_dead, a.last_dead, CAST(round(a.att) AS INTEGER) "
+        "FROM agg a LEFT JOIN endpoints e ON e.id = a.endpoint_id "
+        "LEFT JOIN err ON err.endpoint_id = a.endpoint_id AND err.rn = 1 "
+        "LEFT JOIN sc ON sc.endpoint_id = a.endpoint_id AND sc.rn = 1 "
+        "ORDER BY a.n DESC, a.endpoint_id LIMIT ?2",
+    [SQ_SLOW] =
+        "SELECT e.id, e.name, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.state, "
+        "h.consecutive_failures, e.url "
+        "FROM endpoint_health h JOIN endpoints e ON e.id = h.endpoint_id "
+        "WHERE h.p95_ms > ?1 AND h.sample_count >= ?2 ORDER BY h.p95_ms DESC, e.name",
+    /* only real responses are samples (response_ms NULL: never sent) */
+    [SQ_LATENCY] =
+        "SELECT response_ms FROM endpoint_latency WHERE endpoint_id = ?1 AND measured_at >= ?2 "
+        "AND response_ms IS NOT NULL",
+    /* one snapshot for the several queries of a reply or a task */
+    [SQ_BEGIN] = "BEGIN",
+    [SQ_COMMIT] = "COMMIT",
+};
+
+/* ---- helpers shared by the backend's files ---- */
+
+sqlite3_stmt *sq_stmt(struct sq_store *q, enum sq_stmt i)
+{
+    sqlite3_reset(q->st[i]);
+    sqlite3_clear_bindings(q->st[i]);
+    return q->st[i];
+}
+
+/* A full disk wrote nothing half-way: hookd answers storage_full and
+ * keeps serving. An I/O error or damage is fatal (no retry: see
+ * writer.c). */
+enum store_errc sq_errc(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_FULL:
+        return STORE_E_FULL;
+    case SQLITE_IOERR:
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        return STORE_E_IO;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return STORE_E_BUSY;
+    case SQLITE_NOMEM:
+        return STORE_E_NOMEM;
+    default:
+        return STORE_E_OTHER;
+    }
+}
+
+int sq_fail(struct sq_store *q, int rc, const char *what)
+{
+    return store_fail(&q->base, sq_errc(rc), "%s: %s (rc=%d)", what, sqlite3_errstr(rc), rc);
+}
+
+int sq_exec_stmt(struct sq_store *q, sqlite3_stmt *st, const char *what)
+{
+    int rc = sqlite3_step(st);
+
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return sq_fail(q, rc, what);
+    return 0;
+}
+
+void sq_bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+{
+    if (s && *s)
+        sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+void sq_bind_pos_or_null(sqlite3_stmt *st, int i, int64_t v)
+{
+    if (v > 0)
+        sqlite3_bind_int64(st, i, v);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+int64_t sq_col_or(sqlite3_stmt *st, int col, int64_t null_value)
+{
+    return sqlite3_column_type(st, col) == SQLITE_NULL ? null_value : sqlite3_column_int64(st, col);
+}
+
