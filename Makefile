@@ -112,9 +112,15 @@ $(BUILD)/libhookd.a: $(LIB_OBJS)
 $(HOOKD): $(MAIN_OBJ) $(BUILD)/libhookd.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libhookd.a $(wildcard tests/unit/*.h)
+# the unit tests' in-memory storage backend, linked into every test
+TEST_MEM := $(BUILD)/tests/store_mem.o
+$(TEST_MEM): tests/unit/store_mem.c $(wildcard include/*.h) $(wildcard tests/unit/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) -o $@ $< $(BUILD)/libhookd.a $(LDFLAGS) $(LDLIBS) -lcmocka
+	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libhookd.a $(TEST_MEM) $(wildcard tests/unit/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) -o $@ $< $(TEST_MEM) $(BUILD)/libhookd.a $(LDFLAGS) $(LDLIBS) -lcmocka
 
 unit: $(UNIT_BINS)
 	@fail=0; for t in $(UNIT_BINS); do \

@@ -54,11 +54,6 @@ const char *proto_op_name(enum proto_op op)
     return "none";
 }
 
-/* The line being parsed, for checks on raw member text (one parse at a
- * time per thread). */
-static _Thread_local const char *cur_line;
-static _Thread_local size_t cur_len;
-
 static int fail(struct proto_err *err, const char *code, const char *msg)
 {
     err->code = code;
@@ -198,20 +193,24 @@ static int escaped_member_name(const char *json, size_t len)
     return each_member(json, len, escaped_fn, NULL);
 }
 
-/* Does the raw JSON string literal at p (opening quote) contain an
- * escaped NUL? cJSON would cut the C string there, and "evt\u0000a" and
- * "evt\u0000b" would become the same event id. */
-static int raw_has_nul(const char *p, size_t n)
+/* Is there a "\u0000" escape in the line outside [skip, skip + skipn)?
+ * cJSON cuts a C string there: "evt\u0000a" and "evt\u0000b" would be
+ * one event id, "endpoint.list\u0000x" the op endpoint.list, a URL would
+ * lose its tail. Only the payload keeps its bytes as written, so only
+ * there is the escape harmless. */
+static int nul_escape_outside(const char *line, size_t len, const char *skip, size_t skipn)
 {
-    size_t i;
+    size_t i, bs;
 
-    for (i = 1; i < n; i++) {
-        if (p[i] != '\\')
+    for (i = 0; i + 6 <= len; i++) {
+        if (line[i] != '\\' || line[i + 1] != 'u' || memcmp(line + i + 2, "0000", 4) != 0)
             continue;
-        if (i + 5 < n && p[i + 1] == 'u' && p[i + 2] == '0' && p[i + 3] == '0' && p[i + 4] == '0' &&
-            p[i + 5] == '0')
+        if (skip && line + i >= skip && line + i < skip + skipn)
+            continue;
+        for (bs = 0; bs < i && line[i - 1 - bs] == '\\'; bs++)
+            ;
+        if (bs % 2 == 0)
             return 1;
-        i++;  /* skip the escaped character */
     }
     return 0;
 }
@@ -228,14 +227,6 @@ static int get_str(const cJSON *o, const char *name, char **out, size_t max,
     if (!cJSON_IsString(it)) {
         snprintf(msg, sizeof msg, "field '%s' must be a string", name);
         return fail(err, PERR_BAD_REQUEST, msg);
-    }
-    if (cur_line) {
-        const char *raw;
-        size_t rawlen;
-        if (proto_find_member(cur_line, cur_len, name, &raw, &rawlen) == 0 && raw_has_nul(raw, rawlen)) {
-            snprintf(msg, sizeof msg, "field '%s' must not contain NUL", name);
-            return fail(err, PERR_BAD_REQUEST, msg);
-        }
     }
     if (strlen(it->valuestring) == 0 || strlen(it->valuestring) > max) {
         snprintf(msg, sizeof msg, "field '%s' must be 1-%zu bytes", name, max);
@@ -427,8 +418,6 @@ int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
         return fail(err, PERR_BAD_JSON, "request contains a NUL byte");
     if (!util_utf8_valid(line, len))
         return fail(err, PERR_BAD_JSON, "request is not valid UTF-8");
-    cur_line = line;
-    cur_len = len;
     o = cJSON_ParseWithLengthOpts(line, len, &end, 0);
     if (!o)
         return fail(err, PERR_BAD_JSON, "malformed JSON");
@@ -466,6 +455,15 @@ int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
     r->admin_only = ops[i].admin;
     if (check_known(o, ops[i].name, ops[i].fields, err) < 0)
         goto out;
+    {
+        const char *raw = NULL;
+        size_t rawlen = 0;
+        proto_find_member(line, len, "payload", &raw, &rawlen);
+        if (nul_escape_outside(line, len, raw, rawlen)) {
+            fail(err, PERR_BAD_REQUEST, "\\u0000 is refused outside the payload (it would cut a field short)");
+            goto out;
+        }
+    }
 
     switch (r->op) {
     case OP_ENQUEUE:

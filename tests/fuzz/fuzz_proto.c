@@ -78,9 +78,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rc = proto_parse(line, size, &lim, &req, &err);
     if (rc == 0) {
         FUZZ_CHECK(req.op > OP_NONE && req.op < OP__COUNT, "op %d", (int)req.op);
-        if (req.op != OP_ENDPOINT_PUT) {
-            /* the payload keeps its bytes as written; every other string
-             * field is decoded, and a NUL in it must not be accepted */
+        {
+            /* the payload keeps its bytes as written; everything else is
+             * decoded (the op, endpoint.put's url and secrets too), and a
+             * NUL there must not be accepted */
             const char *ps = NULL;
             size_t pn = 0;
             if (req.op == OP_ENQUEUE)

@@ -122,6 +122,15 @@ static void test_duplicate_member_refused(void **st)
     expect_refused("{\"op\":\"enqueue\",\"endpoint\":\"a\",\"payload\":{},\"payload\":[1]}", "payload");
 }
 
+/* proto-op-nul: "endpoint.list\u0000" was cut by cJSON into a known op;
+ * likewise a URL in endpoint.put would lose its tail */
+static void test_nul_escape_anywhere_but_payload_refused(void **st)
+{
+    (void)st;
+    expect_refused("{\"op\":\"endpoint.list\\u0000\"}", "u0000");
+    expect_refused("{\"op\":\"endpoint.put\",\"name\":\"a\",\"url\":\"http://a.example/\\u0000x\"}", "u0000");
+}
+
 static int load_text(const char *text, char *err, size_t errlen)
 {
     char path[] = "/tmp/hookd-fuzz-regress-XXXXXX";
@@ -188,6 +197,7 @@ int main(void)
         cmocka_unit_test(test_unknown_op_message_is_utf8),
         cmocka_unit_test(test_unknown_member_refused),
         cmocka_unit_test(test_duplicate_member_refused),
+        cmocka_unit_test(test_nul_escape_anywhere_but_payload_refused),
         cmocka_unit_test(test_indented_secret_not_in_error),
         cmocka_unit_test(test_long_secret_line_tail_not_in_error),
         cmocka_unit_test(test_long_url_in_file_loads),

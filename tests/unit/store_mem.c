@@ -1,0 +1,1074 @@
+/* store_mem.c - the in-memory storage backend of the unit tests. Simple
+ * arrays and linear scans: correctness, not speed. Every semantic the
+ * behaviour table (test_store.c) checks is implemented here the way
+ * store.h states it, independently of the SQL. */
+#include "store_mem.h"
+#include "breaker.h"
+#include "endpoint.h"
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct mem_msg {
+    int64_t id, endpoint_id;
+    char *event_id, *event_type, *payload;
+    size_t payload_len;
+    enum msg_status status;
+    int attempt_count, max_attempts;
+    int64_t created_at, next_attempt_at, claimed_at, delivered_at;
+    char *last_error, *last_error_class;
+    int last_status_code;
+    int64_t last_response_ms;
+};
+
+struct mem_attempt {
+    int64_t endpoint_id, message_id, response_ms, at;
+    int status_code;
+    char *error_class, *detail;
+};
+
+struct mem_ep {
+    int64_t id;
+    struct ep_def def;
+    int from_config;
+};
+
+struct mem_health {
+    struct store_health h;
+    char *url;
+};
+
+struct mem_state {
+    struct mem_msg *msg;
+    size_t nmsg;
+    struct mem_attempt *att;
+    size_t natt;
+    struct mem_ep *ep;
+    size_t nep;
+    struct mem_health *hl;
+    size_t nhl;
+    int64_t next_msg_id, next_ep_id, next_att_id;
+};
+
+struct mem_db {
+    struct mem_state cur;
+    struct mem_state saved;   /* at begin */
+    int in_txn;
+    char fail_op[32];
+    enum store_errc fail_errc;
+};
+
+struct mem_store {
+    struct store base;
+    struct mem_db *db;
+    enum store_role role;
+};
+
+#define DB(s) (((struct mem_store *)(s))->db)
+#define ST(s) (&DB(s)->cur)
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static void *grow(void *p, size_t n, size_t size)
+{
+    /* one more element; tests are small, abort on out of memory */
+    void *np = realloc(p, (n + 1) * size);
+    if (!np)
+        abort();
+    return np;
+}
+
+/* ---- deep copies (transactions) ---- */
+
+static void state_free(struct mem_state *s)
+{
+    size_t i;
+
+    for (i = 0; i < s->nmsg; i++) {
+        free(s->msg[i].event_id);
+        free(s->msg[i].event_type);
+        free(s->msg[i].payload);
+        free(s->msg[i].last_error);
+        free(s->msg[i].last_error_class);
+    }
+    for (i = 0; i < s->natt; i++) {
+        free(s->att[i].error_class);
+        free(s->att[i].detail);
+    }
+    for (i = 0; i < s->nep; i++)
+        ep_def_free(&s->ep[i].def);
+    for (i = 0; i < s->nhl; i++)
+        free(s->hl[i].url);
+    free(s->msg);
+    free(s->att);
+    free(s->ep);
+    free(s->hl);
+    memset(s, 0, sizeof *s);
+}
+
+static void state_copy(struct mem_state *d, const struct mem_state *s)
+{
+    size_t i;
+
+    *d = *s;
+    d->msg = calloc(s->nmsg + 1, sizeof *d->msg);
+    d->att = calloc(s->natt + 1, sizeof *d->att);
+    d->ep = calloc(s->nep + 1, sizeof *d->ep);
+    d->hl = calloc(s->nhl + 1, sizeof *d->hl);
+    if (!d->msg || !d->att || !d->ep || !d->hl)
+        abort();
+    for (i = 0; i < s->nmsg; i++) {
+        struct mem_msg *m = &d->msg[i];
+        *m = s->msg[i];
+        m->event_id = dup_or_null(m->event_id);
+        m->event_type = dup_or_null(m->event_type);
+        m->payload = malloc(m->payload_len + 1);
+        memcpy(m->payload, s->msg[i].payload, m->payload_len + 1);
+        m->last_error = dup_or_null(m->last_error);
+        m->last_error_class = dup_or_null(m->last_error_class);
+    }
+    for (i = 0; i < s->natt; i++) {
+        d->att[i] = s->att[i];
+        d->att[i].error_class = dup_or_null(s->att[i].error_class);
+        d->att[i].detail = dup_or_null(s->att[i].detail);
+    }
+    for (i = 0; i < s->nep; i++) {
+        d->ep[i] = s->ep[i];
+        if (ep_def_copy(&d->ep[i].def, &s->ep[i].def) < 0)
+            abort();
+    }
+    for (i = 0; i < s->nhl; i++) {
+        d->hl[i] = s->hl[i];
+        d->hl[i].url = dup_or_null(s->hl[i].url);
+        d->hl[i].h.endpoint_url = d->hl[i].url;
+    }
+}
+
+void mem_fail_at(struct mem_db *db, const char *op, enum store_errc e)
+{
+    snprintf(db->fail_op, sizeof db->fail_op, "%s", op);
+    db->fail_errc = e;
+}
+
+/* Does the test want op to fail now? */
+static int injected(struct store *s, const char *op)
+{
+    struct mem_db *db = DB(s);
+
+    if (!db->fail_op[0] || strcmp(db->fail_op, op) != 0)
+        return 0;
+    db->fail_op[0] = '\0';
+    store_fail(s, db->fail_errc, "%s: injected failure", op);
+    return 1;
+}
+
+static int writer_only(struct store *s, const char *op)
+{
+    if (((struct mem_store *)s)->role != STORE_WRITER)
+        return store_fail(s, STORE_E_OTHER, "%s: a reader store does not write", op), 1;
+    return injected(s, op);
+}
+
+/* ---- transactions ---- */
+
+static int m_begin(struct store *s)
+{
+    struct mem_db *db = DB(s);
+
+    if (writer_only(s, "begin"))
+        return -1;
+    if (db->in_txn)
+        return store_fail(s, STORE_E_OTHER, "begin: already in a transaction");
+    state_copy(&db->saved, &db->cur);
+    db->in_txn = 1;
+    return 0;
+}
+
+static int m_commit(struct store *s)
+{
+    struct mem_db *db = DB(s);
+
+    if (writer_only(s, "commit"))
+        return -1;   /* the caller rolls back */
+    if (!db->in_txn)
+        return store_fail(s, STORE_E_OTHER, "commit: no transaction");
+    state_free(&db->saved);
+    db->in_txn = 0;
+    return 0;
+}
+
+static void m_rollback(struct store *s)
+{
+    struct mem_db *db = DB(s);
+
+    if (!db->in_txn)
+        return;
+    state_free(&db->cur);
+    db->cur = db->saved;
+    memset(&db->saved, 0, sizeof db->saved);
+    db->in_txn = 0;
+}
+
+/* ---- lookups ---- */
+
+static struct mem_msg *msg_by_id(struct mem_state *st, int64_t id)
+{
+    size_t i;
+
+    for (i = 0; i < st->nmsg; i++)
+        if (st->msg[i].id == id)
+            return &st->msg[i];
+    return NULL;
+}
+
+static struct mem_ep *ep_by_id(struct mem_state *st, int64_t id)
+{
+    size_t i;
+
+    for (i = 0; i < st->nep; i++)
+        if (st->ep[i].id == id)
+            return &st->ep[i];
+    return NULL;
+}
+
+static struct mem_health *health_by_id(struct mem_state *st, int64_t id)
+{
+    size_t i;
+
+    for (i = 0; i < st->nhl; i++)
+        if (st->hl[i].h.endpoint_id == id)
+            return &st->hl[i];
+    return NULL;
+}
+
+static void set_str(char **slot, const char *v)
+{
+    free(*slot);
+    *slot = v && *v ? strdup(v) : NULL;
+}
+
+static int waiting(const struct mem_msg *m)
+{
+    return m->status == MSG_PENDING || m->status == MSG_FAILED;
+}
+
+/* ---- start-up ---- */
+
+static int m_recover(struct store *s, int64_t now, int64_t *n)
+{
+    struct mem_state *st = ST(s);
+    size_t i;
+
+    if (writer_only(s, "recover"))
+        return -1;
+    *n = 0;
+    for (i = 0; i < st->nmsg; i++)
+        if (st->msg[i].status == MSG_IN_FLIGHT) {
+            st->msg[i].status = st->msg[i].attempt_count > 0 ? MSG_FAILED : MSG_PENDING;
+            st->msg[i].next_attempt_at = now;
+            (*n)++;
+        }
+    return 0;
+}
+
+static int m_endpoints_load(struct store *s, int (*fn)(void *, int64_t, int, const struct ep_def *), void *ctx)
+{
+    struct mem_state *st = ST(s);
+    size_t i;
+
+    if (injected(s, "endpoints_load"))
+        return -1;
+    for (i = 0; i < st->nep; i++)
+        if (fn(ctx, st->ep[i].id, st->ep[i].from_config, &st->ep[i].def) != 0)
+            return store_fail(s, STORE_E_NOMEM, "load endpoints: stopped");
+    return 0;
+}
+
+static int m_health_load(struct store *s, int (*fn)(void *, const struct store_health *), void *ctx)
+{
+    struct mem_state *st = ST(s);
+    size_t i;
+
+    for (i = 0; i < st->nhl; i++)
+        if (fn(ctx, &st->hl[i].h) != 0)
+            return store_fail(s, STORE_E_NOMEM, "load health: stopped");
+    return 0;
+}
+
+/* ---- the queue ---- */
+
+static int m_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
+{
+    struct mem_state *st = ST(s);
+    size_t i, k;
+
+    if (writer_only(s, "enqueue"))
+        return -1;
+    for (i = 0; i < n; i++) {
+        struct mem_msg *m;
+        v[i].duplicate = 0;
+        for (k = 0; k < st->nmsg; k++)
+            if (st->msg[k].endpoint_id == v[i].endpoint_id && strcmp(st->msg[k].event_id, v[i].event_id) == 0) {
+                v[i].id = st->msg[k].id;
+                v[i].duplicate = 1;
+                break;
+            }
+        if (v[i].duplicate)
+            continue;
+        st->msg = grow(st->msg, st->nmsg, sizeof *st->msg);
+        m = &st->msg[st->nmsg++];
+        memset(m, 0, sizeof *m);
+        m->id = ++st->next_msg_id;
+        m->endpoint_id = v[i].endpoint_id;
+        m->event_id = strdup(v[i].event_id);
+        m->event_type = v[i].event_type && *v[i].event_type ? strdup(v[i].event_type) : NULL;
+        m->payload = malloc(v[i].payload_len + 1);
+        memcpy(m->payload, v[i].payload, v[i].payload_len);
+        m->payload[v[i].payload_len] = '\0';
+        m->payload_len = v[i].payload_len;
+        m->status = MSG_PENDING;
+        m->max_attempts = v[i].max_attempts;
+        m->created_at = m->next_attempt_at = now;
+        m->last_response_ms = -1;
+        v[i].id = m->id;
+    }
+    return 0;
+}
+
+static int m_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit,
+                   int (*fn)(void *, const struct store_claimed *), void *ctx, int *n)
+{
+    struct mem_state *st = ST(s);
+
+    *n = 0;
+    if (writer_only(s, "claim"))
+        return -1;
+    while (*n < limit) {
+        struct mem_msg *best = NULL;
+        struct store_claimed row;
+        size_t i;
+        for (i = 0; i < st->nmsg; i++) {
+            struct mem_msg *m = &st->msg[i];
+            if (m->endpoint_id != endpoint_id || !waiting(m) || m->next_attempt_at > now)
+                continue;
+            if (!best || m->next_attempt_at < best->next_attempt_at ||
+                (m->next_attempt_at == best->next_attempt_at && m->id < best->id))
+                best = m;
+        }
+        if (!best)
+            break;
+        best->status = MSG_IN_FLIGHT;
+        best->claimed_at = now;
+        row.id = best->id;
+        row.endpoint_id = endpoint_id;
+        row.event_id = best->event_id;
+        row.payload = best->payload;
+        row.payload_len = best->payload_len;
+        row.attempt_count = best->attempt_count;
+        row.max_attempts = best->max_attempts;
+        row.created_at = best->created_at;
+        if (fn(ctx, &row) != 0)
+            return store_fail(s, STORE_E_NOMEM, "claim: out of memory");
+        (*n)++;
+    }
+    return 0;
+}
+
+static int m_next_due(struct store *s, int64_t endpoint_id, int64_t *at)
+{
+    struct mem_state *st = ST(s);
+    size_t i;
+
+    *at = INT64_MAX;
+    for (i = 0; i < st->nmsg; i++)
+        if (st->msg[i].endpoint_id == endpoint_id && waiting(&st->msg[i]) && st->msg[i].next_attempt_at < *at)
+            *at = st->msg[i].next_attempt_at;
+    return 0;
+}
+
+static int m_settle(struct store *s, struct store_settle *v, size_t n)
+{
+    struct mem_state *st = ST(s);
+    size_t i;
+
+    if (writer_only(s, "settle"))
+        return -1;
+    for (i = 0; i < n; i++) {
+        struct store_settle *r = &v[i];
+        struct mem_msg *m = msg_by_id(st, r->id);
+        struct mem_attempt *a;
+        r->applied = m && m->status == MSG_IN_FLIGHT;
+        if (!r->applied)
+            continue;
+        switch (r->verdict) {
+        case SETTLE_RELEASE:
+            m->status = m->attempt_count > 0 ? MSG_FAILED : MSG_PENDING;
+            m->next_attempt_at = r->next_attempt_at;
+            continue;
+        case SETTLE_DELIVERED:
+            m->status = MSG_DELIVERED;
+            m->delivered_at = r->at;
+            set_str(&m->last_error, NULL);
+            set_str(&m->last_error_class, NULL);
+            break;
+        case SETTLE_RETRY:
+            m->status = MSG_FAILED;
+            m->next_attempt_at = r->next_attempt_at;
+            set_str(&m->last_error, r->error);
+            set_str(&m->last_error_class, r->error_class);
+            break;
+        case SETTLE_DEAD:
+            m->status = MSG_DEAD_LETTER;
+            set_str(&m->last_error, r->error);
+            set_str(&m->last_error_class, r->error_class);
+            break;
+        }
+        m->attempt_count = r->attempts;
+        m->last_status_code = r->status_code;
+        m->last_response_ms = r->response_ms;
+        st->att = grow(st->att, st->natt, sizeof *st->att);
+        a = &st->att[st->natt++];
+        a->endpoint_id = r->endpoint_id;
+        a->message_id = r->id;
+        a->response_ms = r->sample ? r->response_ms : -1;
+        a->at = r->at;
+        a->status_code = r->status_code;
+        a->error_class = dup_or_null(r->error_class);
+        a->detail = r->verdict == SETTLE_DELIVERED ? NULL : dup_or_null(r->error);
+    }
+    return 0;
+}
+
+static int in_filter(const struct mem_msg *m, const struct store_filter *f, unsigned statuses)
+{
+    return (statuses & MSG_BIT(m->status)) && (!f->id || m->id == f->id) &&
+           (!f->endpoint_id || m->endpoint_id == f->endpoint_id) && m->created_at >= f->since;
+}
+
+static int m_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n)
+{
+    struct mem_state *st = ST(s);
+    /* never pending or in_flight rows */
+    unsigned ok = f->statuses & (MSG_BIT(MSG_FAILED) | MSG_BIT(MSG_DELIVERED) | MSG_BIT(MSG_DEAD_LETTER));
+    size_t i;
+
+    if (writer_only(s, "requeue"))
+        return -1;
+    *n = 0;
+    for (i = 0; i < st->nmsg; i++) {
+        struct mem_msg *m = &st->msg[i];
+        if (!in_filter(m, f, ok))
+            continue;
+        m->status = MSG_PENDING;
+        m->attempt_count = 0;
+        m->next_attempt_at = now;
+        set_str(&m->last_error, NULL);
+        set_str(&m->last_error_class, NULL);
+        (*n)++;
+    }
+    return 0;
+}
+
+static void msg_drop(struct mem_state *st, size_t i)
+{
+    free(st->msg[i].event_id);
+    free(st->msg[i].event_type);
+    free(st->msg[i].payload);
+    free(st->msg[i].last_error);
+    free(st->msg[i].last_error_class);
+    st->msg[i] = st->msg[--st->nmsg];
+}
+
+static int m_purge(struct store *s, const struct store_filter *f, int64_t *n)
+{
+    struct mem_state *st = ST(s);
+    size_t i = 0;
+
+    if (writer_only(s, "purge"))
+        return -1;
+    *n = 0;
+    while (i < st->nmsg)
+        if (in_filter(&st->msg[i], f, MSG_BIT(MSG_DEAD_LETTER))) {
+            msg_drop(st, i);
+            (*n)++;
+        } else {
+            i++;
+        }
+    return 0;
+}
+
+static int m_expire(struct store *s, enum store_expiry what, int64_t before, int64_t limit, int64_t *n)
+{
+    struct mem_state *st = ST(s);
+    size_t i = 0;
+
+    if (writer_only(s, "expire"))
+        return -1;
+    *n = 0;
+    if (what == EXPIRE_ATTEMPTS) {
+        while (i < st->natt && *n < limit)
+            if (st->att[i].at < before) {
+                free(st->att[i].error_class);
+                free(st->att[i].detail);
+                st->att[i] = st->att[--st->natt];
+                (*n)++;
+            } else {
+                i++;
+            }
+        return 0;
+    }
+    while (i < st->nmsg && *n < limit) {
+        struct mem_msg *m = &st->msg[i];
+        if ((what == EXPIRE_DELIVERED && m->status == MSG_DELIVERED && m->delivered_at < before) ||
+            (what == EXPIRE_DEAD_LETTERS && m->status == MSG_DEAD_LETTER && m->created_at < before)) {
+            msg_drop(st, i);
+            (*n)++;
+        } else {
+            i++;
+        }
+    }
+    return 0;
+}
+
+/* ---- endpoints and health ---- */
+
+static int m_endpoint_put(struct store *s, const struct ep_def *d, int from_config, int64_t now, int64_t *id,
+                          int *created)
+{
+    struct mem_state *st = ST(s);
+    struct mem_ep *e = NULL;
+    size_t i;
+    int paused;
+
+    (void)now;
+    if (writer_only(s, "endpoint_put"))
+        return -1;
+    for (i = 0; i < st->nep; i++)
+        if (strcmp(st->ep[i].def.name, d->name) == 0)
+            e = &st->ep[i];
+    if (created)
+        *created = e == NULL;
+    if (!e) {
+        st->ep = grow(st->ep, st->nep, sizeof *st->ep);
+        e = &st->ep[st->nep++];
+        memset(e, 0, sizeof *e);
+        e->id = ++st->next_ep_id;
+        paused = d->paused;
+    } else {
+        paused = e->def.paused;   /* a put never changes paused */
+        ep_def_free(&e->def);
+    }
+    if (ep_def_copy(&e->def, d) < 0)
+        abort();
+    e->def.paused = paused;
+    e->from_config = from_config;
+    *id = e->id;
+    return 0;
+}
+
+static int m_endpoint_delete(struct store *s, int64_t id, int64_t now, int64_t *dead)
+{
+    struct mem_state *st = ST(s);
+    size_t i;
+
+    if (writer_only(s, "endpoint_delete"))
+        return -1;
+    *dead = 0;
+    for (i = 0; i < st->nmsg; i++) {
+        struct mem_msg *m = &st->msg[i];
+        if (m->endpoint_id != id || !(waiting(m) || m->status == MSG_IN_FLIGHT))
+            continue;
+        m->status = MSG_DEAD_LETTER;
+        m->next_attempt_at = now;
+        set_str(&m->last_error, "endpoint deleted");
+        set_str(&m->last_error_class, "endpoint_deleted");
+        (*dead)++;
+    }
+    for (i = 0; i < st->nep; i++)
+        if (st->ep[i].id == id) {
+            ep_def_free(&st->ep[i].def);
+            st->ep[i] = st->ep[--st->nep];
+            break;
+        }
+    for (i = 0; i < st->nhl; i++)
+        if (st->hl[i].h.endpoint_id == id) {
+            free(st->hl[i].url);
+            st->hl[i] = st->hl[--st->nhl];
+            break;
+        }
+    return 0;
+}
+
+static int m_endpoint_pause(struct store *s, int64_t id, int paused, int64_t now)
+{
+    struct mem_ep *e = ep_by_id(ST(s), id);
+
+    (void)now;
+    if (writer_only(s, "endpoint_pause"))
+        return -1;
+    if (e)
+        e->def.paused = paused;
+    return 0;
+}
+
+static int m_health_save(struct store *s, const struct store_health *v, size_t n)
+{
+    struct mem_state *st = ST(s);
+    size_t i;
+
+    if (writer_only(s, "health_save"))
+        return -1;
+    for (i = 0; i < n; i++) {
+        struct mem_health *h = health_by_id(st, v[i].endpoint_id);
+        struct store_health keep = {0};
+        if (!h) {
+            st->hl = grow(st->hl, st->nhl, sizeof *st->hl);
+            h = &st->hl[st->nhl++];
+            memset(h, 0, sizeof *h);
+        } else {
+            keep = h->h;
+        }
+        free(h->url);
+        h->url = strdup(v[i].endpoint_url ? v[i].endpoint_url : "");
+        h->h = v[i];
+        h->h.endpoint_url = h->url;
+        /* the rollup's columns are not the breaker's to change */
+        h->h.has_latency = keep.has_latency;
+        h->h.p50_ms = keep.p50_ms;
+        h->h.p95_ms = keep.p95_ms;
+        h->h.p99_ms = keep.p99_ms;
+        h->h.sample_count = keep.sample_count;
+    }
+    return 0;
+}
+
+static int m_rollup_save(struct store *s, const struct store_rollup *v, size_t n)
+{
+    struct mem_state *st = ST(s);
+    size_t i;
+
+    if (writer_only(s, "rollup_save"))
+        return -1;
+    for (i = 0; i < n; i++) {
+        struct mem_health *h = health_by_id(st, v[i].endpoint_id);
+        if (!h)
+            continue;   /* as the SQL: an UPDATE of the health row */
+        h->h.has_latency = v[i].has_latency;
+        h->h.p50_ms = v[i].p50_ms;
+        h->h.p95_ms = v[i].p95_ms;
+        h->h.p99_ms = v[i].p99_ms;
+        h->h.sample_count = v[i].sample_count;
+    }
+    return 0;
+}
+
+static int m_checkpoint(struct store *s, int full)
+{
+    (void)full;
+    return injected(s, "checkpoint") ? -1 : 0;
+}
+
+static int m_backup(struct store *s, const char *path)
+{
+    (void)path;
+    return store_fail(s, STORE_E_OTHER, "backup: the memory backend has no file");
+}
+
+/* ---- reads ---- */
+
+static int m_snapshot_begin(struct store *s)
+{
+    return injected(s, "snapshot") ? -1 : 0;
+}
+
+static void m_snapshot_end(struct store *s)
+{
+    (void)s;
+}
+
+static int m_message_get(struct store *s, int64_t id, int (*fn)(void *, const struct store_message *), void *ctx,
+                         int *found)
+{
+    struct mem_state *st = ST(s);
+    struct mem_msg *m = msg_by_id(st, id);
+    struct mem_ep *e;
+    struct store_message out;
+
+    *found = m != NULL;
+    if (!m)
+        return 0;
+    e = ep_by_id(st, m->endpoint_id);
+    memset(&out, 0, sizeof out);
+    out.id = m->id;
+    out.endpoint_id = m->endpoint_id;
+    out.endpoint = e ? e->def.name : NULL;
+    out.event_id = m->event_id;
+    out.event_type = m->event_type;
+    out.status = m->status;
+    out.attempt_count = m->attempt_count;
+    out.max_attempts = m->max_attempts;
+    out.created_at = m->created_at;
+    out.next_attempt_at = m->next_attempt_at;
+    out.claimed_at = m->claimed_at;
+    out.delivered_at = m->delivered_at;
+    out.last_error = m->last_error;
+    out.last_error_class = m->last_error_class;
+    out.last_status_code = m->last_status_code;
+    out.last_response_ms = m->last_response_ms;
+    out.payload_bytes = (int64_t)m->payload_len;
+    return fn(ctx, &out) ? store_fail(s, STORE_E_NOMEM, "get: stopped") : 0;
+}
+
+static int m_message_attempts(struct store *s, const struct store_message *m, int limit,
+                              int (*fn)(void *, const struct store_attempt *), void *ctx)
+{
+    struct mem_state *st = ST(s);
+    size_t i;
+    int n = 0;
+
+    for (i = 0; i < st->natt && n < limit; i++) {
+        struct store_attempt a;
+        if (st->att[i].message_id != m->id)
+            continue;
+        a.at = st->att[i].at;
+        a.response_ms = st->att[i].response_ms;
+        a.status_code = st->att[i].status_code;
+        a.error_class = st->att[i].error_class;
+        a.detail = st->att[i].detail;
+        if (fn(ctx, &a))
+            return store_fail(s, STORE_E_NOMEM, "attempts: stopped");
+        n++;
+    }
+    return 0;
+}
+
+static int m_queue_stats(struct store *s, int64_t now, int with_delivered, struct store_stats *out)
+{
+    struct mem_state *st = ST(s);
+    int64_t sum = 0, oldest_id = INT64_MAX;
+    size_t i;
+
+    memset(out, 0, sizeof *out);
+    if (injected(s, "queue_stats"))
+        return -1;
+    for (i = 0; i < st->nmsg; i++) {
+        const struct mem_msg *m = &st->msg[i];
+        if (m->status != MSG_DELIVERED || with_delivered)
+            out->n[m->status]++;
+        if (m->status == MSG_DELIVERED && m->delivered_at >= now - 3600000) {
+            out->delivered_last_hour++;
+            sum += m->last_response_ms;
+        }
+        if ((m->status == MSG_FAILED || m->status == MSG_DEAD_LETTER) && m->created_at >= now - 3600000)
+            out->failed_last_hour++;
+        if (waiting(m) && m->id < oldest_id) {
+            oldest_id = m->id;
+            out->has_oldest = 1;
+            out->oldest_pending = m->created_at;
+        }
+    }
+    if (out->delivered_last_hour) {
+        out->has_avg = 1;
+        out->avg_delivery_ms = (double)sum / (double)out->delivered_last_hour;
+    }
+    return 0;
+}
+
+static char *header_names(const struct ep_def *d)
+{
+    cJSON *a = cJSON_CreateArray();
+    char *out, name[ENDPOINT_HEADER_MAX + 1];
+    size_t i;
+
+    for (i = 0; i < d->nheaders; i++) {
+        const char *c = strchr(d->headers[i], ':');
+        size_t n = c ? (size_t)(c - d->headers[i]) : 0;
+        memcpy(name, d->headers[i], n);
+        name[n] = '\0';
+        cJSON_AddItemToArray(a, cJSON_CreateString(name));
+    }
+    out = cJSON_PrintUnformatted(a);
+    cJSON_Delete(a);
+    return out;
+}
+
+static void fill_info(struct mem_state *st, const struct mem_ep *e, int with_queue, struct store_endpoint_info *out)
+{
+    struct mem_health *h = health_by_id(st, e->id);
+    size_t i;
+
+    memset(out, 0, sizeof *out);
+    out->id = e->id;
+    out->name = e->def.name;
+    out->url = e->def.url;
+    out->from_config = e->from_config;
+    out->paused = e->def.paused;
+    out->event_types = e->def.event_types;
+    out->nsecrets = (int)e->def.nsecrets;
+    if (h)
+        out->h = h->h;
+    out->h.endpoint_id = e->id;
+    out->h.endpoint_url = e->def.url;
+    for (i = 0; with_queue && i < st->nmsg; i++)
+        if (st->msg[i].endpoint_id == e->id)
+            out->queue[st->msg[i].status]++;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((*(const struct mem_ep *const *)a)->def.name, (*(const struct mem_ep *const *)b)->def.name);
+}
+
+static int m_endpoint_list(struct store *s, int with_queue, int (*fn)(void *, const struct store_endpoint_info *),
+                           void *ctx)
+{
+    struct mem_state *st = ST(s);
+    const struct mem_ep **v = calloc(st->nep + 1, sizeof *v);
+    size_t i;
+    int rc = 0;
+
+    if (!v)
+        abort();
+    for (i = 0; i < st->nep; i++)
+        v[i] = &st->ep[i];
+    qsort(v, st->nep, sizeof *v, by_name);
+    for (i = 0; i < st->nep && rc == 0; i++) {
+        struct store_endpoint_info e;
+        char *headers = header_names(&v[i]->def), *settings = ep_json_settings(&v[i]->def.s);
+        fill_info(st, v[i], with_queue, &e);
+        e.header_names = headers;
+        e.settings = settings;
+        if (fn(ctx, &e) != 0)
+            rc = store_fail(s, STORE_E_NOMEM, "endpoint list: stopped");
+        free(headers);
+        free(settings);
+    }
+    free(v);
+    return rc;
+}
+
+struct mode {
+    const char *s;
+    int64_t n;
+    int count;
+};
+
+static int m_dead_letters(struct store *s, int64_t since, int limit,
+                          int (*fn)(void *, const struct store_dead_group *), void *ctx)
+{
+    struct mem_state *st = ST(s);
+    struct store_dead_group *g = NULL;
+    int64_t *ids = NULL, *sum = NULL;
+    size_t ng = 0, i, k;
+    int rc = 0;
+
+    /* one group per endpoint (endpoints in id order, as first seen) */
+    for (i = 0; i < st->nmsg; i++) {
+        const struct mem_msg *m = &st->msg[i];
+        if (m->status != MSG_DEAD_LETTER || m->created_at < since)
+            continue;
+        for (k = 0; k < ng && ids[k] != m->endpoint_id; k++)
+            ;
+        if (k == ng) {
+            g = grow(g, ng, sizeof *g);
+            ids = grow(ids, ng, sizeof *ids);
+            sum = grow(sum, ng, sizeof *sum);
+            memset(&g[ng], 0, sizeof g[ng]);
+            ids[ng] = m->endpoint_id;
+            sum[ng] = 0;
+            g[ng].endpoint_id = m->endpoint_id;
+            g[ng].first_dead = INT64_MAX;
+            ng++;
+        }
+        g[k].dead_count++;
+        sum[k] += m->attempt_count;
+        if (m->created_at < g[k].first_dead)
+            g[k].first_dead = m->created_at;
+        if (m->created_at > g[k].last_dead)
+            g[k].last_dead = m->created_at;
+    }
+    for (k = 0; k < ng; k++) {
+        struct mem_ep *e = ep_by_id(st, ids[k]);
+        const char *best = NULL;
+        int bestn = 0, bestc = 0, bestcn = 0;
+        int64_t newest = -1;
+        g[k].endpoint = e ? e->def.name : NULL;
+        g[k].avg_attempts = (sum[k] * 2 + g[k].dead_count) / (2 * g[k].dead_count);   /* round half up */
+        /* mode() of the class and of the status code, ties to the smallest */
+        for (i = 0; i < st->nmsg; i++) {
+            const struct mem_msg *m = &st->msg[i], *o;
+            size_t j;
+            int cn = 0, sn = 0;
+            if (m->status != MSG_DEAD_LETTER || m->created_at < since || m->endpoint_id != ids[k])
+                continue;
+            for (j = 0; j < st->nmsg; j++) {
+                o = &st->msg[j];
+                if (o->status != MSG_DEAD_LETTER || o->created_at < since || o->endpoint_id != ids[k])
+                    continue;
+                cn += m->last_error_class && o->last_error_class && strcmp(o->last_error_class, m->last_error_class) == 0;
+                sn += m->last_status_code && o->last_status_code == m->last_status_code;
+            }
+            if (m->last_error_class &&
+                (cn > bestn || (cn == bestn && best && strcmp(m->last_error_class, best) < 0))) {
+                best = m->last_error_class;
+                bestn = cn;
+            }
+            if (m->last_status_code && (sn > bestcn || (sn == bestcn && m->last_status_code < bestc))) {
+                bestc = m->last_status_code;
+                bestcn = sn;
+            }
+        }
+        g[k].primary_error_class = best;
+        g[k].primary_status_code = bestc;
+        for (i = 0; best && i < st->nmsg; i++) {
+            const struct mem_msg *m = &st->msg[i];
+            if (m->status == MSG_DEAD_LETTER && m->created_at >= since && m->endpoint_id == ids[k] &&
+                m->last_error_class && strcmp(m->last_error_class, best) == 0 && m->id > newest) {
+                newest = m->id;
+                g[k].example_error = m->last_error;
+            }
+        }
+    }
+    /* most dead letters first, then endpoint id */
+    for (i = 0; i < ng; i++)
+        for (k = i + 1; k < ng; k++)
+            if (g[k].dead_count > g[i].dead_count ||
+                (g[k].dead_count == g[i].dead_count && g[k].endpoint_id < g[i].endpoint_id)) {
+                struct store_dead_group t = g[i];
+                g[i] = g[k];
+                g[k] = t;
+            }
+    for (i = 0; i < ng && (int)i < limit && rc == 0; i++)
+        if (fn(ctx, &g[i]) != 0)
+            rc = store_fail(s, STORE_E_NOMEM, "dead letters: stopped");
+    free(g);
+    free(ids);
+    free(sum);
+    return rc;
+}
+
+static int m_slow_endpoints(struct store *s, int64_t p95_ms, int64_t min_samples,
+                            int (*fn)(void *, const struct store_endpoint_info *), void *ctx)
+{
+    struct mem_state *st = ST(s);
+    struct store_endpoint_info *v = NULL;
+    size_t n = 0, i, k;
+    int rc = 0;
+
+    for (i = 0; i < st->nep; i++) {
+        struct mem_health *h = health_by_id(st, st->ep[i].id);
+        if (!h || !h->h.has_latency || h->h.p95_ms <= p95_ms || h->h.sample_count < min_samples)
+            continue;
+        v = grow(v, n, sizeof *v);
+        fill_info(st, &st->ep[i], 0, &v[n++]);
+    }
+    for (i = 0; i < n; i++)
+        for (k = i + 1; k < n; k++)
+            if (v[k].h.p95_ms > v[i].h.p95_ms || (v[k].h.p95_ms == v[i].h.p95_ms && strcmp(v[k].name, v[i].name) < 0)) {
+                struct store_endpoint_info t = v[i];
+                v[i] = v[k];
+                v[k] = t;
+            }
+    for (i = 0; i < n && rc == 0; i++)
+        if (fn(ctx, &v[i]) != 0)
+            rc = store_fail(s, STORE_E_NOMEM, "slow: stopped");
+    free(v);
+    return rc;
+}
+
+static int m_latency_window(struct store *s, int64_t endpoint_id, int64_t since, int64_t **buf, size_t *cap, size_t *n)
+{
+    struct mem_state *st = ST(s);
+    size_t i;
+
+    *n = 0;
+    for (i = 0; i < st->natt; i++) {
+        const struct mem_attempt *a = &st->att[i];
+        if (a->endpoint_id != endpoint_id || a->at < since || a->response_ms < 0)
+            continue;
+        if (*n == *cap) {
+            *cap = *cap ? *cap * 2 : 64;
+            *buf = realloc(*buf, *cap * sizeof **buf);
+            if (!*buf)
+                abort();
+        }
+        (*buf)[(*n)++] = a->response_ms;
+    }
+    return 0;
+}
+
+static void m_close(struct store *s)
+{
+    free(s);
+}
+
+static const struct store_ops mem_ops = {
+    .name = "memory",
+    .close = m_close,
+    .begin = m_begin,
+    .commit = m_commit,
+    .rollback = m_rollback,
+    .recover = m_recover,
+    .endpoints_load = m_endpoints_load,
+    .health_load = m_health_load,
+    .enqueue = m_enqueue,
+    .claim = m_claim,
+    .next_due = m_next_due,
+    .settle = m_settle,
+    .requeue = m_requeue,
+    .purge = m_purge,
+    .expire = m_expire,
+    .endpoint_put = m_endpoint_put,
+    .endpoint_delete = m_endpoint_delete,
+    .endpoint_pause = m_endpoint_pause,
+    .health_save = m_health_save,
+    .rollup_save = m_rollup_save,
+    .checkpoint = m_checkpoint,
+    .backup = m_backup,
+    .snapshot_begin = m_snapshot_begin,
+    .snapshot_end = m_snapshot_end,
+    .message_get = m_message_get,
+    .message_attempts = m_message_attempts,
+    .queue_stats = m_queue_stats,
+    .endpoint_list = m_endpoint_list,
+    .dead_letters = m_dead_letters,
+    .slow_endpoints = m_slow_endpoints,
+    .latency_window = m_latency_window,
+};
+
+struct mem_db *mem_db_new(void)
+{
+    struct mem_db *db = calloc(1, sizeof *db);
+
+    if (!db)
+        abort();
+    return db;
+}
+
+void mem_db_free(struct mem_db *db)
+{
+    if (!db)
+        return;
+    if (db->in_txn)
+        state_free(&db->saved);
+    state_free(&db->cur);
+    free(db);
+}
+
+struct store *mem_store_open(struct mem_db *db, enum store_role role)
+{
+    struct mem_store *s = calloc(1, sizeof *s);
+
+    if (!s)
+        abort();
+    s->base.ops = &mem_ops;
+    s->db = db;
+    s->role = role;
+    return &s->base;
+}

@@ -1,0 +1,545 @@
+/* test_flow.c - a message's way through the writer's rooms: claims
+ * (dispatch.c), results (settle.c), the endpoint table (registry.c), the
+ * jobs (maint.c) and admin requests (admin.c), driven through the
+ * in-memory store with a fake clock: no SQLite, no sockets, no threads. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin.h"
+#include "breaker.h"
+#include "config.h"
+#include "dispatch.h"
+#include "maint.h"
+#include "outcome.h"
+#include "registry.h"
+#include "settle.h"
+#include "store.h"
+#include "store_mem.h"
+
+#define T0 1800000000000LL
+#define MONO0 1000000LL
+
+struct fx {
+    struct config c;
+    struct mem_db *db;
+    struct store *st;
+    struct registry reg;
+    struct cron cron;
+    struct maint maint;
+    int64_t now, mono;
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+
+    if (config_init(&f->c) < 0)
+        return -1;
+    f->c.dflt.failure_threshold = 3;
+    f->c.dflt.cooldown_ms = 60000;
+    f->c.dflt.max_cooldown_ms = 600000;
+    f->c.dflt.max_in_flight = 4;
+    f->c.dflt.max_attempts = 5;
+    f->c.dflt.base_delay_ms = 1000;
+    f->c.dflt.max_delay_ms = 8000;
+    f->db = mem_db_new();
+    f->st = mem_store_open(f->db, STORE_WRITER);
+    f->now = T0;
+    f->mono = MONO0;
+    if (registry_init(&f->reg, &f->c) < 0)
+        return -1;
+    cron_init(&f->cron, f->mono);
+    if (maint_register(&f->maint, &f->c, f->st, &f->reg, &f->cron) < 0)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+
+    registry_free(&f->reg);
+    store_close(f->st);
+    mem_db_free(f->db);
+    config_free(&f->c);
+    free(f);
+    return 0;
+}
+
+#define OK(call) assert_int_equal((call), 0)
+
+/* An endpoint as the config file would declare it. */
+static struct endpoint *add_endpoint(struct fx *f, const char *name, const char *extra_key, const char *extra_val)
+{
+    struct ep_def d;
+    char err[256];
+    struct endpoint *e;
+
+    ep_def_init(&d);
+    snprintf(d.name, sizeof d.name, "%s", name);
+    OK(ep_def_set(&d, "url", "https://hooks.example.com/in", err, sizeof err));
+    if (extra_key)
+        OK(ep_def_set(&d, extra_key, extra_val, err, sizeof err));
+    if (f->c.n_endpoints == 0)
+        f->c.endpoints = NULL;
+    f->c.endpoints = realloc(f->c.endpoints, (f->c.n_endpoints + 1) * sizeof *f->c.endpoints);
+    OK(ep_def_copy(&f->c.endpoints[f->c.n_endpoints++], &d));
+    OK(admin_sync_config(&f->reg, f->st, f->c.endpoints, f->c.n_endpoints, f->now));
+    ep_def_free(&d);
+    e = registry_by_name(&f->reg, name);
+    assert_non_null(e);
+    return e;
+}
+
+static void enqueue(struct fx *f, struct endpoint *e, int n)
+{
+    static int seq;
+    int i;
+
+    OK(f->st->ops->begin(f->st));
+    for (i = 0; i < n; i++) {
+        char eid[32];
+        struct store_enqueue q = {e->id, eid, NULL, "{}", 2, (int)e->conf->eff.max_attempts, 0, 0};
+        snprintf(eid, sizeof eid, "evt_%d", ++seq);
+        OK(f->st->ops->enqueue(f->st, &q, 1, f->now));
+    }
+    OK(f->st->ops->commit(f->st));
+    e->next_due = f->now;
+}
+
+/* One writer round that only claims; returns the jobs. */
+static struct djob *claim(struct fx *f, int64_t budget)
+{
+    struct djob *jobs = NULL;
+
+    registry_round_begin(&f->reg);
+    OK(f->st->ops->begin(f->st));
+    OK(dispatch_claim(&f->reg, f->st, f->now, f->mono, budget, &jobs));
+    OK(registry_save_health(&f->reg, f->st));
+    OK(f->st->ops->commit(f->st));
+    registry_round_commit(&f->reg);
+    return jobs;
+}
+
+static int count(const struct djob *j, int64_t endpoint_id)
+{
+    int n = 0;
+
+    for (; j; j = j->next)
+        n += endpoint_id == 0 || j->ep->id == endpoint_id;
+    return n;
+}
+
+/* Give every job the same result. */
+static void result(struct djob *list, int status, enum errclass errc)
+{
+    for (; list; list = list->next) {
+        list->attempted = 1;
+        list->http_status = status;
+        list->errc = errc;
+        list->sample = status > 0;
+        list->response_ms = 30;
+        list->retry_after_ms = -1;
+        snprintf(list->error, sizeof list->error, "%s", status >= 300 ? "nope" : "");
+    }
+}
+
+/* One writer round that only settles; frees the jobs. */
+static void settle(struct fx *f, struct djob *list)
+{
+    registry_round_begin(&f->reg);
+    OK(f->st->ops->begin(f->st));
+    OK(settle_results(&f->reg, f->st, list, f->now));
+    OK(registry_save_health(&f->reg, f->st));
+    OK(f->st->ops->commit(f->st));
+    registry_round_commit(&f->reg);
+    while (list) {
+        struct djob *n = list->next;
+        djob_free(list);
+        list = n;
+    }
+}
+
+struct st_count {
+    int n[MSG__COUNT];
+};
+
+static struct st_count statuses(struct fx *f)
+{
+    struct st_count c;
+    struct store_stats s;
+    struct store *r = mem_store_open(f->db, STORE_READER);
+    int i;
+
+    OK(r->ops->queue_stats(r, f->now, 1, &s));
+    for (i = 0; i < MSG__COUNT; i++)
+        c.n[i] = (int)s.n[i];
+    store_close(r);
+    return c;
+}
+
+/* A restart: a new endpoint table loaded from what was stored. */
+static int load_ep(void *ctx, int64_t id, int from_config, const struct ep_def *d)
+{
+    return registry_install(ctx, id, d, from_config) ? 0 : -1;
+}
+
+static int load_health(void *ctx, const struct store_health *h)
+{
+    registry_load_health(ctx, h);
+    return 0;
+}
+
+static void restart(struct fx *f)
+{
+    int64_t n;
+
+    registry_free(&f->reg);
+    OK(registry_init(&f->reg, &f->c));
+    OK(f->st->ops->begin(f->st));
+    OK(f->st->ops->recover(f->st, f->now, &n));
+    OK(f->st->ops->endpoints_load(f->st, load_ep, &f->reg));
+    OK(f->st->ops->health_load(f->st, load_health, &f->reg));
+    OK(f->st->ops->commit(f->st));
+}
+
+/* ---- the cases ---- */
+
+static void claims_are_capped_and_fair(void **state)
+{
+    struct fx *f = *state;
+    struct endpoint *a = add_endpoint(f, "a", NULL, NULL), *b = add_endpoint(f, "b", NULL, NULL),
+                    *c = add_endpoint(f, "c", "max_in_flight", "1");
+    struct djob *jobs;
+
+    enqueue(f, a, 10);
+    enqueue(f, b, 10);
+    enqueue(f, c, 10);
+    jobs = claim(f, 100);
+    /* each endpoint up to its cap: 4, 4, 1 */
+    assert_int_equal(count(jobs, a->id), 4);
+    assert_int_equal(count(jobs, b->id), 4);
+    assert_int_equal(count(jobs, c->id), 1);
+    assert_int_equal(f->reg.in_flight, 9);
+    assert_int_equal(a->in_flight, 4);
+    /* full: nothing more until results come back */
+    assert_null(claim(f, 100));
+    result(jobs, 200, ERRC_NONE);
+    settle(f, jobs);
+    assert_int_equal(f->reg.in_flight, 0);
+    assert_int_equal(statuses(f).n[MSG_DELIVERED], 9);
+    /* a small budget goes round the endpoints, not always to the first */
+    jobs = claim(f, 2);
+    assert_int_equal(count(jobs, 0), 2);
+    {
+        struct djob *more = claim(f, 2);
+        int firsts = count(jobs, a->id) + count(more, a->id);
+        assert_true(firsts < 4);
+        result(more, 200, ERRC_NONE);
+        settle(f, more);
+    }
+    result(jobs, 200, ERRC_NONE);
+    settle(f, jobs);
+}
+
+static void rate_windows_hold_back_claims(void **state)
+{
+    struct fx *f = *state;
+    struct endpoint *a = add_endpoint(f, "a", "rate", "2/s, 3/m");
+    struct djob *jobs;
+
+    enqueue(f, a, 10);
+    /* each window's bucket holds one second of its rate, at least one
+     * token: the minute's 3/m allows one now, then one per 20 s */
+    jobs = claim(f, 100);
+    assert_int_equal(count(jobs, 0), 1);
+    result(jobs, 200, ERRC_NONE);
+    settle(f, jobs);
+    f->mono += 1000;
+    f->now += 1000;
+    assert_null(claim(f, 100));   /* the second's bucket has room, the minute's not */
+    assert_int_equal(dispatch_next_wake(&f->reg, f->now, f->mono), f->now + 19000);
+    f->mono += 19000;
+    f->now += 19000;
+    jobs = claim(f, 100);
+    assert_int_equal(count(jobs, 0), 1);
+    result(jobs, 200, ERRC_NONE);
+    settle(f, jobs);
+    assert_null(claim(f, 100));
+    assert_true(dispatch_next_wake(&f->reg, f->now, f->mono) > f->now);
+}
+
+static void breaker_opens_at_threshold_then_one_probe(void **state)
+{
+    struct fx *f = *state;
+    struct endpoint *a = add_endpoint(f, "a", "max_in_flight", "1");
+    struct djob *jobs;
+    int i;
+
+    enqueue(f, a, 10);
+    for (i = 0; i < 3; i++) {
+        jobs = claim(f, 100);
+        assert_int_equal(count(jobs, 0), 1);
+        result(jobs, 503, ERRC_NONE);
+        settle(f, jobs);
+        /* retry rows wait for their backoff; new ones are due */
+    }
+    assert_int_equal(a->br.state, BREAKER_OPEN);
+    assert_int_equal(a->br.consecutive_failures, 3);
+    assert_null(claim(f, 100));   /* open: nothing goes */
+    /* the state is stored: a restart keeps it */
+    restart(f);
+    a = registry_by_name(&f->reg, "a");
+    assert_int_equal(a->br.state, BREAKER_OPEN);
+    assert_null(claim(f, 100));
+    /* after the cooldown exactly one probe */
+    f->now += 60000;
+    f->mono += 60000;
+    jobs = claim(f, 100);
+    assert_int_equal(count(jobs, 0), 1);
+    assert_true(jobs->probe);
+    assert_int_equal(a->br.state, BREAKER_HALF_OPEN);
+    assert_null(claim(f, 100));
+    result(jobs, 200, ERRC_NONE);
+    settle(f, jobs);
+    assert_int_equal(a->br.state, BREAKER_CLOSED);
+    jobs = claim(f, 100);
+    assert_int_equal(count(jobs, 0), 1);   /* max_in_flight 1 */
+    result(jobs, 200, ERRC_NONE);
+    settle(f, jobs);
+}
+
+static void slow_scan_lowers_threshold_and_keeps_it(void **state)
+{
+    struct fx *f = *state;
+    struct endpoint *a = add_endpoint(f, "a", "failure_threshold", "10");
+
+    assert_int_equal(endpoint_threshold(a), 10);
+    a->p95_ms = f->c.critical_p95_ms + 1;
+    a->samples = f->c.min_samples;
+    maint_slow_scan(&f->maint, f->now);
+    assert_int_equal(a->slow_since, f->now);
+    assert_int_equal(endpoint_threshold(a), 5);
+    restart(f);
+    a = registry_by_name(&f->reg, "a");
+    assert_int_equal(a->slow_since, T0);
+    assert_int_equal(endpoint_threshold(a), 5);
+    /* p95 back under the critical line: the threshold is restored */
+    a->p95_ms = f->c.critical_p95_ms;
+    maint_slow_scan(&f->maint, f->now + 1);
+    assert_int_equal(endpoint_threshold(a), 10);
+    restart(f);
+    assert_int_equal(endpoint_threshold(registry_by_name(&f->reg, "a")), 10);
+}
+
+static void a_crash_returns_claims_to_the_queue(void **state)
+{
+    struct fx *f = *state;
+    struct endpoint *a = add_endpoint(f, "a", NULL, NULL);
+    struct djob *jobs, *again;
+
+    enqueue(f, a, 3);
+    jobs = claim(f, 100);
+    assert_int_equal(statuses(f).n[MSG_IN_FLIGHT], 3);
+    restart(f);   /* the jobs never came back */
+    assert_int_equal(statuses(f).n[MSG_PENDING], 3);
+    again = claim(f, 100);
+    assert_int_equal(count(again, 0), 3);
+    result(again, 200, ERRC_NONE);
+    settle(f, again);
+    /* the old jobs' results, if they still came, change nothing */
+    result(jobs, 500, ERRC_NONE);
+    f->reg.in_flight += 3;   /* they were counted out before the restart */
+    settle(f, jobs);
+    assert_int_equal(statuses(f).n[MSG_DELIVERED], 3);
+}
+
+static void retention_expires_by_clock_in_chunks(void **state)
+{
+    struct fx *f = *state;
+    struct endpoint *a = add_endpoint(f, "a", NULL, NULL);
+    struct djob *jobs;
+
+    f->c.cleanup_chunk = 2;
+    enqueue(f, a, 3);
+    jobs = claim(f, 100);
+    result(jobs, 200, ERRC_NONE);
+    settle(f, jobs);
+    assert_int_equal(maint_expire(&f->maint, f->now + f->c.latency_window_ms), 0);   /* nothing old enough */
+    assert_int_equal(statuses(f).n[MSG_DELIVERED], 3);
+    f->now += f->c.keep_delivered_ms + 1;
+    assert_int_equal(maint_expire(&f->maint, f->now), 1);   /* a full chunk: more waits */
+    assert_int_equal(maint_expire(&f->maint, f->now), 0);
+    assert_int_equal(statuses(f).n[MSG_DELIVERED], 0);
+}
+
+static struct req *admin_req(enum proto_op op, const char *endpoint)
+{
+    struct req *q = calloc(1, sizeof *q);
+
+    q->p.op = op;
+    q->p.endpoint = strdup(endpoint);
+    return q;
+}
+
+static void free_req(struct req *q)
+{
+    proto_req_free(&q->p);
+    buf_free(&q->reply);
+    free(q);
+}
+
+static void delete_with_deliveries_in_flight(void **state)
+{
+    struct fx *f = *state;
+    struct endpoint *a;
+    struct djob *jobs;
+    struct req *q;
+    struct ep_def d;
+    char err[128];
+    int64_t id;
+    int created;
+
+    /* an endpoint made over the socket (a config one cannot be deleted) */
+    ep_def_init(&d);
+    snprintf(d.name, sizeof d.name, "api");
+    OK(ep_def_set(&d, "url", "https://hooks.example.com/in", err, sizeof err));
+    OK(ep_def_set(&d, "max_in_flight", "20", err, sizeof err));
+    OK(f->st->ops->begin(f->st));
+    OK(f->st->ops->endpoint_put(f->st, &d, 0, f->now, &id, &created));
+    OK(f->st->ops->commit(f->st));
+    assert_non_null(a = registry_install(&f->reg, id, &d, 0));
+    ep_def_free(&d);
+    enqueue(f, a, 25);
+    jobs = claim(f, 100);
+    assert_int_equal(count(jobs, 0), 20);
+    q = admin_req(OP_ENDPOINT_DELETE, "api");
+    OK(admin_handle(&f->reg, f->st, q, f->now));
+    assert_non_null(strstr(q->reply.p, "\"dead_lettered\":25"));
+    free_req(q);
+    assert_null(registry_by_name(&f->reg, "api"));
+    /* the receiver answers after the delete */
+    result(jobs, 503, ERRC_NONE);
+    settle(f, jobs);
+    assert_int_equal(f->reg.in_flight, 0);
+    assert_int_equal(statuses(f).n[MSG_DEAD_LETTER], 25);
+    assert_int_equal(statuses(f).n[MSG_FAILED], 0);
+    assert_int_equal(statuses(f).n[MSG_PENDING], 0);
+}
+
+static void failed_commit_undoes_the_round(void **state)
+{
+    struct fx *f = *state;
+    struct endpoint *a = add_endpoint(f, "a", NULL, NULL);
+    struct djob *jobs = NULL;
+    struct breaker before;
+    int64_t in_flight;
+
+    enqueue(f, a, 3);
+    jobs = claim(f, 100);
+    result(jobs, 503, ERRC_NONE);
+    before = a->br;
+    in_flight = f->reg.in_flight;
+    mem_fail_at(f->db, "commit", STORE_E_FULL);
+    registry_round_begin(&f->reg);
+    OK(f->st->ops->begin(f->st));
+    OK(settle_results(&f->reg, f->st, jobs, f->now));
+    OK(registry_save_health(&f->reg, f->st));
+    assert_int_equal(f->st->ops->commit(f->st), -1);
+    assert_int_equal(f->st->errc, STORE_E_FULL);
+    f->st->ops->rollback(f->st);
+    registry_round_undo(&f->reg);
+    /* as if the round never ran: the results are settled again later */
+    assert_int_equal(f->reg.in_flight, in_flight);
+    assert_int_equal(a->in_flight, 3);
+    assert_int_equal(a->br.consecutive_failures, before.consecutive_failures);
+    assert_int_equal(statuses(f).n[MSG_IN_FLIGHT], 3);
+    settle(f, jobs);
+    assert_int_equal(a->br.consecutive_failures, 3);
+    assert_int_equal(statuses(f).n[MSG_FAILED], 3);
+}
+
+/* ---- settle_decide, pure ---- */
+
+static void decide(const struct djob *j, struct settle_row *row)
+{
+    struct ep_settings s;
+
+    memset(&s, 0, sizeof s);
+    s.base_delay_ms = 1000;
+    s.max_delay_ms = 8000;
+    settle_decide(j, &s, T0, UINT64_MAX, row);
+}
+
+static void decisions_follow_the_outcome_table(void **state)
+{
+    struct ep_conf ep = {.id = 7};
+    struct djob j;
+    struct settle_row r;
+
+    (void)state;
+    memset(&j, 0, sizeof j);
+    j.id = 1;
+    j.ep = &ep;
+    j.attempted = 1;
+    j.max_attempts = 3;
+    j.retry_after_ms = -1;
+    j.http_status = 204;
+    decide(&j, &r);
+    assert_int_equal(r.s.verdict, SETTLE_DELIVERED);
+    assert_null(r.s.error_class);
+    j.http_status = 503;
+    decide(&j, &r);
+    assert_int_equal(r.s.verdict, SETTLE_RETRY);
+    assert_string_equal(r.s.error_class, "http_503");
+    assert_true(r.s.next_attempt_at > T0 && r.s.next_attempt_at <= T0 + 2000);   /* base * 2^1 */
+    /* Retry-After is a floor, capped at max_delay; a 429 holds the endpoint */
+    j.http_status = 429;
+    j.retry_after_ms = 60000;
+    decide(&j, &r);
+    assert_true(r.s.next_attempt_at >= T0 + 8000);
+    assert_int_equal(r.hold_until, T0 + 8000);
+    j.retry_after_ms = -1;
+    j.attempt_count = 2;
+    decide(&j, &r);
+    assert_int_equal(r.s.verdict, SETTLE_DEAD);   /* the last attempt */
+    assert_int_equal(r.outcome, OUTCOME_DEAD);
+    j.attempt_count = 0;
+    j.http_status = 410;
+    decide(&j, &r);
+    assert_int_equal(r.s.verdict, SETTLE_DEAD);
+    assert_int_equal(r.outcome, OUTCOME_GONE);
+    j.http_status = 0;
+    j.errc = ERRC_BLOCKED;
+    decide(&j, &r);
+    assert_int_equal(r.s.verdict, SETTLE_DEAD);
+    assert_string_equal(r.s.error_class, "ssrf_blocked");
+    assert_false(r.s.sample);
+    j.attempted = 0;
+    decide(&j, &r);
+    assert_int_equal(r.s.verdict, SETTLE_RELEASE);
+    assert_int_equal(r.outcome, -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(claims_are_capped_and_fair, setup, teardown),
+        cmocka_unit_test_setup_teardown(rate_windows_hold_back_claims, setup, teardown),
+        cmocka_unit_test_setup_teardown(breaker_opens_at_threshold_then_one_probe, setup, teardown),
+        cmocka_unit_test_setup_teardown(slow_scan_lowers_threshold_and_keeps_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_crash_returns_claims_to_the_queue, setup, teardown),
+        cmocka_unit_test_setup_teardown(retention_expires_by_clock_in_chunks, setup, teardown),
+        cmocka_unit_test_setup_teardown(delete_with_deliveries_in_flight, setup, teardown),
+        cmocka_unit_test_setup_teardown(failed_commit_undoes_the_round, setup, teardown),
+        cmocka_unit_test(decisions_follow_the_outcome_table),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

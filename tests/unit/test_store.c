@@ -1,0 +1,757 @@
+/* test_store.c - the storage behaviour table. Every case runs against
+ * every backend (the in-memory fake and SQLite; PostgreSQL joins when it
+ * exists), so their semantics cannot drift: what store.h promises is
+ * checked here, not in each backend's own terms. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "breaker.h"
+#include "config.h"
+#include "endpoint.h"
+#include "store.h"
+#include "store_mem.h"
+
+#define T0 1800000000000LL
+
+struct fx {
+    struct store *w, *r;
+    struct mem_db *mem;
+    struct config cfg;
+    char dir[64];
+    int sqlite;
+};
+
+/* ---- backends ---- */
+
+static int setup_mem(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+
+    f->mem = mem_db_new();
+    f->w = mem_store_open(f->mem, STORE_WRITER);
+    f->r = mem_store_open(f->mem, STORE_READER);
+    *state = f;
+    return 0;
+}
+
+static int setup_sqlite(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    char err[512];
+
+    f->sqlite = 1;
+    strcpy(f->dir, "/tmp/hookd-store-XXXXXX");
+    if (!mkdtemp(f->dir) || config_init(&f->cfg) < 0)
+        return -1;
+    free(f->cfg.db_path);
+    f->cfg.db_path = malloc(128);
+    snprintf(f->cfg.db_path, 128, "%s/t.db", f->dir);
+    f->cfg.synchronous = CFG_SYNC_OFF;
+    if (store_open(&f->cfg, STORE_WRITER, &f->w, err, sizeof err) < 0 ||
+        store_open(&f->cfg, STORE_READER, &f->r, err, sizeof err) < 0) {
+        fprintf(stderr, "store_open: %s\n", err);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    char cmd[128];
+
+    store_close(f->r);
+    store_close(f->w);
+    mem_db_free(f->mem);
+    if (f->sqlite) {
+        snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
+        if (system(cmd) != 0)
+            return -1;
+        config_free(&f->cfg);
+    }
+    free(f);
+    return 0;
+}
+
+/* ---- helpers ---- */
+
+#define OK(call) assert_int_equal((call), 0)
+
+static void begin(struct fx *f)
+{
+    OK(f->w->ops->begin(f->w));
+}
+
+static void commit(struct fx *f)
+{
+    OK(f->w->ops->commit(f->w));
+}
+
+static int64_t put_endpoint(struct fx *f, const char *name, int from_config)
+{
+    struct ep_def d;
+    char err[256];
+    int64_t id;
+    int created;
+
+    ep_def_init(&d);
+    snprintf(d.name, sizeof d.name, "%s", name);
+    OK(ep_def_set(&d, "url", "https://hooks.example.com/in", err, sizeof err));
+    OK(ep_def_set(&d, "secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", err, sizeof err));
+    OK(ep_def_set(&d, "header", "X-Token: hush", err, sizeof err));
+    OK(ep_def_set(&d, "rate", "100/m, 1000/h", err, sizeof err));
+    OK(ep_def_set(&d, "max_attempts", "3", err, sizeof err));
+    begin(f);
+    OK(f->w->ops->endpoint_put(f->w, &d, from_config, T0, &id, &created));
+    commit(f);
+    ep_def_free(&d);
+    return id;
+}
+
+static int64_t enqueue_at(struct fx *f, int64_t ep, const char *eid, int64_t now, int *dup)
+{
+    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, 0, 0};
+
+    begin(f);
+    OK(f->w->ops->enqueue(f->w, &e, 1, now));
+    commit(f);
+    if (dup)
+        *dup = e.duplicate;
+    return e.id;
+}
+
+struct claimed {
+    int64_t id[64];
+    int attempts[64];
+    int n;
+};
+
+static int take(void *ctx, const struct store_claimed *row)
+{
+    struct claimed *c = ctx;
+
+    assert_true(c->n < 64);
+    assert_int_equal(row->payload_len, 7);
+    assert_memory_equal(row->payload, "{\"a\":1}", 7);
+    c->attempts[c->n] = row->attempt_count;
+    c->id[c->n++] = row->id;
+    return 0;
+}
+
+static struct claimed claim(struct fx *f, int64_t ep, int64_t now, int limit)
+{
+    struct claimed c = {{0}, {0}, 0};
+    int n = -1;
+
+    begin(f);
+    OK(f->w->ops->claim(f->w, ep, now, limit, take, &c, &n));
+    commit(f);
+    assert_int_equal(n, c.n);
+    return c;
+}
+
+static int settle(struct fx *f, int64_t id, int64_t ep, enum store_verdict v, int attempts, int64_t at, int status,
+                  int sample, const char *cls, const char *err)
+{
+    struct store_settle s = {id, ep, v, attempts, at + 1000, at, status, 42, sample, cls, err, -1};
+
+    begin(f);
+    OK(f->w->ops->settle(f->w, &s, 1));
+    commit(f);
+    return s.applied;
+}
+
+struct got {
+    struct store_message m;
+    char status[16], err[128], cls[32];
+    int found;
+    struct store_attempt a[16];
+    int na;
+};
+
+static int keep_msg(void *ctx, const struct store_message *m)
+{
+    struct got *g = ctx;
+
+    g->m = *m;
+    snprintf(g->status, sizeof g->status, "%s", msg_status_name(m->status));
+    snprintf(g->err, sizeof g->err, "%s", m->last_error ? m->last_error : "");
+    snprintf(g->cls, sizeof g->cls, "%s", m->last_error_class ? m->last_error_class : "");
+    g->m.endpoint = g->m.event_id = g->m.event_type = g->m.last_error = g->m.last_error_class = NULL;
+    return 0;
+}
+
+static int keep_attempt(void *ctx, const struct store_attempt *a)
+{
+    struct got *g = ctx;
+
+    g->a[g->na] = *a;
+    g->a[g->na].error_class = g->a[g->na].detail = NULL;
+    g->na++;
+    return 0;
+}
+
+static struct got get(struct fx *f, int64_t id)
+{
+    struct got g;
+
+    memset(&g, 0, sizeof g);
+    OK(f->r->ops->message_get(f->r, id, keep_msg, &g, &g.found));
+    if (g.found)
+        OK(f->r->ops->message_attempts(f->r, &g.m, 16, keep_attempt, &g));
+    return g;
+}
+
+static const char *status_of(struct fx *f, int64_t id)
+{
+    static char s[16];
+    struct got g = get(f, id);
+
+    snprintf(s, sizeof s, "%s", g.found ? g.status : "gone");
+    return s;
+}
+
+/* ---- the table ---- */
+
+static void enqueue_dedups_per_endpoint(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0);
+    int dup;
+    int64_t i1 = enqueue_at(f, a, "e1", T0, &dup), i2, i3;
+    struct store_enqueue two[2] = {{a, "e2", NULL, "[1]", 3, 5, 0, 0}, {a, "e2", NULL, "[2]", 3, 5, 0, 0}};
+
+    assert_false(dup);
+    i2 = enqueue_at(f, a, "e1", T0 + 5, &dup);
+    assert_true(dup);
+    assert_int_equal(i2, i1);
+    i3 = enqueue_at(f, b, "e1", T0, &dup);   /* same event id, other endpoint: its own row */
+    assert_false(dup);
+    assert_true(i3 > i1);
+    /* within one batch too */
+    begin(f);
+    OK(f->w->ops->enqueue(f->w, two, 2, T0));
+    commit(f);
+    assert_false(two[0].duplicate);
+    assert_true(two[1].duplicate);
+    assert_int_equal(two[1].id, two[0].id);
+}
+
+static void claim_takes_due_rows_oldest_first(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0), at;
+    int64_t x = enqueue_at(f, a, "x", T0, NULL), y = enqueue_at(f, a, "y", T0 + 10, NULL);
+    struct claimed c;
+
+    enqueue_at(f, b, "z", T0, NULL);
+    c = claim(f, a, T0 + 5, 10);   /* y not due yet */
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.id[0], x);
+    assert_string_equal(status_of(f, x), "in_flight");
+    OK(f->w->ops->next_due(f->w, a, &at));
+    assert_int_equal(at, T0 + 10);
+    c = claim(f, a, T0 + 100, 10);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.id[0], y);
+    OK(f->w->ops->next_due(f->w, a, &at));
+    assert_true(at == INT64_MAX);
+    /* the limit holds */
+    for (int i = 0; i < 5; i++) {
+        char e[8];
+        snprintf(e, sizeof e, "l%d", i);
+        enqueue_at(f, a, e, T0 + 200, NULL);
+    }
+    assert_int_equal(claim(f, a, T0 + 300, 3).n, 3);
+    assert_int_equal(claim(f, a, T0 + 300, 3).n, 2);
+}
+
+static void settle_changes_only_rows_in_flight(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0);
+    int64_t d = enqueue_at(f, a, "d", T0, NULL), r = enqueue_at(f, a, "r", T0, NULL), x = enqueue_at(f, a, "x", T0, NULL);
+    struct got g;
+
+    assert_int_equal(claim(f, a, T0, 10).n, 3);
+    assert_true(settle(f, d, a, SETTLE_DELIVERED, 1, T0 + 50, 200, 1, NULL, NULL));
+    assert_true(settle(f, r, a, SETTLE_RETRY, 1, T0 + 50, 503, 1, "http_503", "HTTP 503: try later"));
+    assert_true(settle(f, x, a, SETTLE_DEAD, 1, T0 + 50, 0, 0, "ssrf_blocked", "ssrf_blocked: refused"));
+    g = get(f, d);
+    assert_string_equal(g.status, "delivered");
+    assert_int_equal(g.m.delivered_at, T0 + 50);
+    assert_int_equal(g.m.attempt_count, 1);
+    assert_string_equal(g.err, "");
+    g = get(f, r);
+    assert_string_equal(g.status, "failed");
+    assert_int_equal(g.m.next_attempt_at, T0 + 1050);
+    assert_string_equal(g.cls, "http_503");
+    assert_string_equal(g.err, "HTTP 503: try later");
+    assert_int_equal(g.m.last_status_code, 503);
+    assert_int_equal(g.na, 1);
+    assert_int_equal(g.a[0].response_ms, 42);
+    g = get(f, x);
+    assert_string_equal(g.status, "dead_letter");
+    assert_int_equal(g.na, 1);
+    assert_int_equal(g.a[0].response_ms, -1);   /* refused before sending: no sample */
+    /* a result for a row that is not in flight changes nothing */
+    assert_false(settle(f, d, a, SETTLE_RETRY, 2, T0 + 60, 500, 1, "http_500", "HTTP 500"));
+    assert_string_equal(status_of(f, d), "delivered");
+    assert_int_equal(get(f, d).na, 1);
+}
+
+static void release_returns_untried_rows(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), x = enqueue_at(f, a, "x", T0, NULL), y = enqueue_at(f, a, "y", T0, NULL);
+    struct claimed c;
+
+    claim(f, a, T0, 10);
+    assert_true(settle(f, y, a, SETTLE_RETRY, 1, T0, 503, 1, "http_503", "HTTP 503"));
+    c = claim(f, a, T0 + 2000, 10);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.attempts[0], 1);
+    assert_true(settle(f, x, a, SETTLE_RELEASE, 0, T0 + 2000, 0, 0, NULL, NULL));
+    assert_true(settle(f, y, a, SETTLE_RELEASE, 1, T0 + 2000, 0, 0, NULL, NULL));
+    assert_string_equal(status_of(f, x), "pending");
+    assert_string_equal(status_of(f, y), "failed");
+    assert_int_equal(get(f, y).m.attempt_count, 1);
+    assert_int_equal(get(f, x).na, 0);   /* no attempt was made */
+}
+
+static void recover_returns_in_flight_rows(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), x = enqueue_at(f, a, "x", T0, NULL), y = enqueue_at(f, a, "y", T0, NULL), n;
+
+    claim(f, a, T0, 10);
+    assert_true(settle(f, y, a, SETTLE_RETRY, 1, T0, 503, 1, "http_503", "HTTP 503"));
+    claim(f, a, T0 + 5000, 10);
+    begin(f);
+    OK(f->w->ops->recover(f->w, T0 + 9000, &n));
+    commit(f);
+    assert_int_equal(n, 2);
+    assert_string_equal(status_of(f, x), "pending");
+    assert_string_equal(status_of(f, y), "failed");
+    assert_int_equal(get(f, y).m.next_attempt_at, T0 + 9000);
+    assert_int_equal(claim(f, a, T0 + 9000, 10).n, 2);
+}
+
+static void endpoint_delete_strands_nothing(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0), dead;
+    int64_t p = enqueue_at(f, a, "p", T0, NULL), q = enqueue_at(f, a, "q", T0 + 10, NULL), done, other;
+    struct got g;
+
+    done = enqueue_at(f, a, "done", T0, NULL);
+    other = enqueue_at(f, b, "other", T0, NULL);
+    claim(f, a, T0 + 5, 2);   /* p and done in flight, q waiting */
+    assert_true(settle(f, done, a, SETTLE_DELIVERED, 1, T0 + 6, 200, 1, NULL, NULL));
+    begin(f);
+    OK(f->w->ops->endpoint_delete(f->w, a, T0 + 7, &dead));
+    commit(f);
+    assert_int_equal(dead, 2);
+    /* the delivery of p finishes after the delete: it stays a dead letter */
+    assert_false(settle(f, p, a, SETTLE_RETRY, 1, T0 + 8, 503, 1, "http_503", "HTTP 503"));
+    g = get(f, p);
+    assert_string_equal(g.status, "dead_letter");
+    assert_string_equal(g.cls, "endpoint_deleted");
+    assert_string_equal(status_of(f, q), "dead_letter");
+    assert_string_equal(status_of(f, done), "delivered");
+    assert_string_equal(status_of(f, other), "pending");
+    {
+        struct store_stats s;
+        OK(f->r->ops->queue_stats(f->r, T0 + 9, 0, &s));
+        assert_int_equal(s.n[MSG_PENDING], 1);
+        assert_int_equal(s.n[MSG_FAILED], 0);
+        assert_int_equal(s.n[MSG_IN_FLIGHT], 0);
+        assert_int_equal(s.n[MSG_DEAD_LETTER], 2);
+    }
+}
+
+static void requeue_and_purge_take_what_they_say(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), n;
+    int64_t dl = enqueue_at(f, a, "dl", T0, NULL), dv = enqueue_at(f, a, "dv", T0, NULL),
+            wt = enqueue_at(f, a, "wt", T0, NULL), pd = enqueue_at(f, a, "pd", T0 + 50, NULL),
+            old = enqueue_at(f, a, "old", T0 - 3600000, NULL);
+    struct store_filter ep_dead = {0, a, T0 - 60000, MSG_BIT(MSG_DEAD_LETTER)};
+    struct store_filter all = {0, a, 0, MSG_BIT(MSG_DEAD_LETTER)};
+
+    (void)pd;
+    claim(f, a, T0, 10);   /* dl dv wt old */
+    settle(f, dl, a, SETTLE_DEAD, 1, T0, 400, 1, "http_400", "HTTP 400");
+    settle(f, old, a, SETTLE_DEAD, 1, T0, 400, 1, "http_400", "HTTP 400");
+    settle(f, dv, a, SETTLE_DELIVERED, 1, T0, 200, 1, NULL, NULL);
+    settle(f, wt, a, SETTLE_RETRY, 1, T0, 503, 1, "http_503", "HTTP 503");
+    /* by endpoint, since: only the recent dead letter */
+    begin(f);
+    OK(f->w->ops->requeue(f->w, &ep_dead, T0 + 100, &n));
+    commit(f);
+    assert_int_equal(n, 1);
+    assert_string_equal(status_of(f, dl), "pending");
+    assert_int_equal(get(f, dl).m.attempt_count, 0);
+    assert_string_equal(get(f, dl).err, "");
+    assert_string_equal(status_of(f, old), "dead_letter");
+    assert_string_equal(status_of(f, dv), "delivered");
+    assert_string_equal(status_of(f, wt), "failed");
+    /* by id, delivered asked for */
+    {
+        struct store_filter one = {dv, 0, 0, MSG_BIT(MSG_DELIVERED)};
+        struct store_filter pend = {pd, 0, 0, MSG_BIT(MSG_FAILED) | MSG_BIT(MSG_DELIVERED) | MSG_BIT(MSG_DEAD_LETTER)};
+        begin(f);
+        OK(f->w->ops->requeue(f->w, &one, T0 + 100, &n));
+        assert_int_equal(n, 1);
+        OK(f->w->ops->requeue(f->w, &pend, T0 + 100, &n));
+        assert_int_equal(n, 0);   /* pending: nothing to do */
+        commit(f);
+        assert_string_equal(status_of(f, dv), "pending");
+    }
+    /* purge: dead letters only, whatever else is asked */
+    all.statuses |= MSG_BIT(MSG_FAILED) | MSG_BIT(MSG_PENDING);
+    begin(f);
+    OK(f->w->ops->purge(f->w, &all, &n));
+    commit(f);
+    assert_int_equal(n, 1);
+    assert_string_equal(status_of(f, old), "gone");
+    assert_string_equal(status_of(f, wt), "failed");
+}
+
+static void expire_in_chunks(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), n;
+    int i;
+
+    for (i = 0; i < 5; i++) {
+        char e[8];
+        int64_t id;
+        snprintf(e, sizeof e, "m%d", i);
+        id = enqueue_at(f, a, e, T0, NULL);
+        claim(f, a, T0, 1);
+        settle(f, id, a, i < 3 ? SETTLE_DELIVERED : SETTLE_DEAD, 1, T0 + i, i < 3 ? 200 : 400, 1,
+               i < 3 ? NULL : "http_400", i < 3 ? NULL : "HTTP 400");
+    }
+    begin(f);
+    OK(f->w->ops->expire(f->w, EXPIRE_DELIVERED, T0 + 2, 10, &n));   /* delivered at T0, T0+1 */
+    assert_int_equal(n, 2);
+    OK(f->w->ops->expire(f->w, EXPIRE_ATTEMPTS, T0 + 100, 3, &n));   /* a chunk of 3 of 5 */
+    assert_int_equal(n, 3);
+    OK(f->w->ops->expire(f->w, EXPIRE_ATTEMPTS, T0 + 100, 3, &n));
+    assert_int_equal(n, 2);
+    OK(f->w->ops->expire(f->w, EXPIRE_DEAD_LETTERS, T0 + 1, 10, &n));   /* created at T0 */
+    assert_int_equal(n, 2);
+    OK(f->w->ops->expire(f->w, EXPIRE_DEAD_LETTERS, T0 + 1, 10, &n));
+    assert_int_equal(n, 0);
+    commit(f);
+}
+
+static void rollback_undoes_everything(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), id;
+    struct store_enqueue e = {a, "rb", NULL, "{\"a\":1}", 7, 3, 0, 0};
+
+    id = enqueue_at(f, a, "kept", T0, NULL);
+    begin(f);
+    OK(f->w->ops->enqueue(f->w, &e, 1, T0));
+    f->w->ops->rollback(f->w);
+    assert_string_equal(status_of(f, e.id), "gone");
+    assert_int_equal(claim(f, a, T0, 10).n, 1);
+    begin(f);
+    OK(f->w->ops->settle(f->w,
+                         &(struct store_settle){id, a, SETTLE_DELIVERED, 1, 0, T0, 200, 5, 1, NULL, NULL, 0}, 1));
+    f->w->ops->rollback(f->w);
+    assert_string_equal(status_of(f, id), "in_flight");
+}
+
+struct eps {
+    char names[8][16];
+    struct store_endpoint_info e[8];
+    char settings[8][128], headers[8][64];
+    int n;
+};
+
+static int keep_ep(void *ctx, const struct store_endpoint_info *e)
+{
+    struct eps *x = ctx;
+
+    x->e[x->n] = *e;
+    snprintf(x->names[x->n], sizeof x->names[0], "%s", e->name);
+    snprintf(x->settings[x->n], sizeof x->settings[0], "%s", e->settings ? e->settings : "");
+    snprintf(x->headers[x->n], sizeof x->headers[0], "%s", e->header_names ? e->header_names : "");
+    x->n++;
+    return 0;
+}
+
+struct loaded {
+    struct ep_def d[4];
+    int64_t id[4];
+    int cfg[4], n;
+};
+
+static int load_ep(void *ctx, int64_t id, int from_config, const struct ep_def *d)
+{
+    struct loaded *l = ctx;
+
+    OK(ep_def_copy(&l->d[l->n], d));
+    l->id[l->n] = id;
+    l->cfg[l->n++] = from_config;
+    return 0;
+}
+
+static void endpoints_round_trip(void **state)
+{
+    struct fx *f = *state;
+    int64_t b = put_endpoint(f, "b", 1), a = put_endpoint(f, "a", 0), again;
+    struct loaded l;
+    struct eps x;
+    int created = -1, i;
+
+    memset(&l, 0, sizeof l);
+    OK(f->w->ops->endpoints_load(f->w, load_ep, &l));
+    assert_int_equal(l.n, 2);
+    for (i = 0; i < 2; i++) {
+        struct ep_def *d = &l.d[i];
+        assert_int_equal(l.id[i], strcmp(d->name, "a") == 0 ? a : b);
+        assert_int_equal(l.cfg[i], strcmp(d->name, "b") == 0);
+        assert_string_equal(d->url, "https://hooks.example.com/in");
+        assert_int_equal(d->nsecrets, 1);
+        assert_string_equal(d->headers[0], "X-Token: hush");
+        assert_int_equal(d->s.rate.n, 2);
+        assert_int_equal(d->s.max_attempts, 3);
+        ep_def_free(d);
+    }
+    /* a second put updates in place, keeps the id, reports not created */
+    {
+        struct ep_def d;
+        char err[128];
+        ep_def_init(&d);
+        snprintf(d.name, sizeof d.name, "a");
+        OK(ep_def_set(&d, "url", "https://other.example.com/x", err, sizeof err));
+        begin(f);
+        OK(f->w->ops->endpoint_pause(f->w, a, 1, T0));
+        OK(f->w->ops->endpoint_put(f->w, &d, 0, T0, &again, &created));
+        commit(f);
+        ep_def_free(&d);
+    }
+    assert_int_equal(again, a);
+    assert_int_equal(created, 0);
+    memset(&x, 0, sizeof x);
+    OK(f->r->ops->endpoint_list(f->r, 1, keep_ep, &x));
+    assert_int_equal(x.n, 2);
+    assert_string_equal(x.names[0], "a");   /* by name */
+    assert_true(x.e[0].paused);             /* a put keeps the pause */
+    assert_int_equal(x.e[0].nsecrets, 0);
+    assert_string_equal(x.names[1], "b");
+    assert_int_equal(x.e[1].nsecrets, 1);
+    assert_true(x.e[1].from_config);
+    assert_string_equal(x.headers[1], "[\"X-Token\"]");   /* names, never values */
+    assert_non_null(strstr(x.settings[1], "\"rate\":\"100/m, 1000/h\""));
+    assert_int_equal(x.e[1].h.state, BREAKER_CLOSED);
+    assert_false(x.e[1].h.has_latency);
+}
+
+static int keep_health(void *ctx, const struct store_health *h)
+{
+    struct store_health *out = ctx;
+
+    if (h->endpoint_id == out->endpoint_id)
+        *out = *h, out->endpoint_url = NULL;
+    return 0;
+}
+
+static void health_persists_and_rollups_read_back(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0);
+    struct store_health h = {a, "https://hooks.example.com/in", BREAKER_OPEN, 10, 5, T0 - 5, T0 - 100, T0 - 5,
+                             600000, T0 - 900000, 0, 0, 0, 0, 0};
+    struct store_rollup r = {a, 1, 120, 900, 2500, 40, T0};
+    struct store_health back = {0};
+    struct eps x;
+
+    begin(f);
+    OK(f->w->ops->health_save(f->w, &h, 1));
+    OK(f->w->ops->rollup_save(f->w, &r, 1));
+    commit(f);
+    back.endpoint_id = a;
+    OK(f->w->ops->health_load(f->w, keep_health, &back));
+    assert_int_equal(back.state, BREAKER_OPEN);
+    assert_int_equal(back.consecutive_failures, 10);
+    assert_int_equal(back.failure_threshold, 5);
+    assert_int_equal(back.opened_at, T0 - 5);
+    assert_int_equal(back.cooldown_ms, 600000);
+    assert_int_equal(back.slow_since, T0 - 900000);
+    assert_true(back.has_latency);
+    assert_int_equal(back.p95_ms, 900);
+    /* saving the breaker again does not lose the rollup */
+    h.state = BREAKER_CLOSED;
+    h.slow_since = 0;
+    begin(f);
+    OK(f->w->ops->health_save(f->w, &h, 1));
+    commit(f);
+    memset(&x, 0, sizeof x);
+    OK(f->r->ops->endpoint_list(f->r, 0, keep_ep, &x));
+    assert_int_equal(x.e[0].h.state, BREAKER_CLOSED);
+    assert_int_equal(x.e[0].h.slow_since, 0);
+    assert_int_equal(x.e[0].h.p99_ms, 2500);
+    assert_int_equal(x.e[0].h.sample_count, 40);
+    /* slow: p95 strictly above, enough samples */
+    memset(&x, 0, sizeof x);
+    OK(f->r->ops->slow_endpoints(f->r, 899, 40, keep_ep, &x));
+    assert_int_equal(x.n, 1);
+    memset(&x, 0, sizeof x);
+    OK(f->r->ops->slow_endpoints(f->r, 900, 40, keep_ep, &x));
+    assert_int_equal(x.n, 0);
+    OK(f->r->ops->slow_endpoints(f->r, 100, 41, keep_ep, &x));
+    assert_int_equal(x.n, 0);
+}
+
+static void latency_window_holds_only_real_responses(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), *buf = NULL;
+    size_t cap = 0, n = 0;
+    int i;
+
+    for (i = 0; i < 4; i++) {
+        char e[8];
+        int64_t id;
+        snprintf(e, sizeof e, "m%d", i);
+        id = enqueue_at(f, a, e, T0, NULL);
+        claim(f, a, T0, 1);
+        /* two answered, one refused before sending, one timed out after */
+        settle(f, id, a, i == 0 ? SETTLE_DELIVERED : SETTLE_RETRY, 1, T0 + i * 1000, i < 2 ? 200 + i * 300 : 0,
+               i != 2, i == 0 ? NULL : i == 2 ? "connect_failed" : "timeout", i == 0 ? NULL : "x");
+    }
+    OK(f->r->ops->latency_window(f->r, a, T0, &buf, &cap, &n));
+    assert_int_equal(n, 3);
+    OK(f->r->ops->latency_window(f->r, a, T0 + 1500, &buf, &cap, &n));
+    assert_int_equal(n, 1);   /* only the one at T0 + 3000 */
+    free(buf);
+}
+
+struct groups {
+    struct store_dead_group g[4];
+    char cls[4][32], ex[4][64], ep[4][16];
+    int n;
+};
+
+static int keep_group(void *ctx, const struct store_dead_group *g)
+{
+    struct groups *x = ctx;
+
+    x->g[x->n] = *g;
+    snprintf(x->cls[x->n], 32, "%s", g->primary_error_class ? g->primary_error_class : "");
+    snprintf(x->ex[x->n], 64, "%s", g->example_error ? g->example_error : "");
+    snprintf(x->ep[x->n], 16, "%s", g->endpoint ? g->endpoint : "");
+    x->n++;
+    return 0;
+}
+
+static void dead_letters_group_by_class(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0);
+    struct groups x;
+    int i;
+
+    /* three 503s with three bodies, one 500: one group, class http_503 */
+    for (i = 0; i < 4; i++) {
+        char e[8], msg[64];
+        int64_t id;
+        snprintf(e, sizeof e, "a%d", i);
+        snprintf(msg, sizeof msg, "HTTP %d: body %d", i == 3 ? 500 : 503, i);
+        id = enqueue_at(f, a, e, T0 + i, NULL);
+        claim(f, a, T0 + i, 1);
+        settle(f, id, a, SETTLE_DEAD, 1 + (i % 2), T0 + i, i == 3 ? 500 : 503, 1, i == 3 ? "http_500" : "http_503", msg);
+    }
+    {
+        int64_t id = enqueue_at(f, b, "b0", T0, NULL);
+        claim(f, b, T0, 1);
+        settle(f, id, b, SETTLE_DEAD, 2, T0, 0, 1, "timeout", "timeout: Timeout was reached");
+    }
+    memset(&x, 0, sizeof x);
+    OK(f->r->ops->dead_letters(f->r, T0 - 1, 20, keep_group, &x));
+    assert_int_equal(x.n, 2);
+    assert_string_equal(x.ep[0], "a");
+    assert_int_equal(x.g[0].dead_count, 4);
+    assert_string_equal(x.cls[0], "http_503");
+    assert_string_equal(x.ex[0], "HTTP 503: body 2");   /* the newest of the class */
+    assert_int_equal(x.g[0].primary_status_code, 503);
+    assert_int_equal(x.g[0].first_dead, T0);
+    assert_int_equal(x.g[0].last_dead, T0 + 3);
+    assert_int_equal(x.g[0].avg_attempts, 2);   /* 1,2,1,2 -> 1.5 rounds up */
+    assert_string_equal(x.ep[1], "b");
+    assert_string_equal(x.cls[1], "timeout");
+    assert_int_equal(x.g[1].primary_status_code, 0);
+    /* the window and the limit */
+    memset(&x, 0, sizeof x);
+    OK(f->r->ops->dead_letters(f->r, T0 + 2, 20, keep_group, &x));
+    assert_int_equal(x.n, 1);
+    assert_int_equal(x.g[0].dead_count, 2);
+    memset(&x, 0, sizeof x);
+    OK(f->r->ops->dead_letters(f->r, T0 - 1, 1, keep_group, &x));
+    assert_int_equal(x.n, 1);
+}
+
+static void stats_count_and_find_the_oldest(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0);
+    int64_t now = T0 + 3600000;
+    int64_t x = enqueue_at(f, a, "x", now - 5000, NULL), y = enqueue_at(f, a, "y", now - 4000, NULL);
+    struct store_stats s;
+
+    enqueue_at(f, a, "z", now - 3000, NULL);
+    claim(f, a, now, 2);
+    settle(f, x, a, SETTLE_DELIVERED, 1, now - 100, 200, 1, NULL, NULL);
+    settle(f, y, a, SETTLE_RETRY, 1, now - 100, 503, 1, "http_503", "HTTP 503");
+    OK(f->r->ops->queue_stats(f->r, now, 1, &s));
+    assert_int_equal(s.n[MSG_PENDING], 1);
+    assert_int_equal(s.n[MSG_FAILED], 1);
+    assert_int_equal(s.n[MSG_DELIVERED], 1);
+    assert_int_equal(s.delivered_last_hour, 1);
+    assert_int_equal(s.failed_last_hour, 1);
+    assert_true(s.has_avg);
+    assert_true(s.has_oldest);
+    assert_int_equal(s.oldest_pending, now - 4000);   /* y waits for its retry */
+}
+
+#define TABLE(setup)                                                                            \
+    cmocka_unit_test_setup_teardown(enqueue_dedups_per_endpoint, setup, teardown),             \
+        cmocka_unit_test_setup_teardown(claim_takes_due_rows_oldest_first, setup, teardown),   \
+        cmocka_unit_test_setup_teardown(settle_changes_only_rows_in_flight, setup, teardown),  \
+        cmocka_unit_test_setup_teardown(release_returns_untried_rows, setup, teardown),        \
+        cmocka_unit_test_setup_teardown(recover_returns_in_flight_rows, setup, teardown),      \
+        cmocka_unit_test_setup_teardown(endpoint_delete_strands_nothing, setup, teardown),     \
+        cmocka_unit_test_setup_teardown(requeue_and_purge_take_what_they_say, setup, teardown), \
+        cmocka_unit_test_setup_teardown(expire_in_chunks, setup, teardown),                    \
+        cmocka_unit_test_setup_teardown(rollback_undoes_everything, setup, teardown),          \
+        cmocka_unit_test_setup_teardown(endpoints_round_trip, setup, teardown),                \
+        cmocka_unit_test_setup_teardown(health_persists_and_rollups_read_back, setup, teardown), \
+        cmocka_unit_test_setup_teardown(latency_window_holds_only_real_responses, setup, teardown), \
+        cmocka_unit_test_setup_teardown(dead_letters_group_by_class, setup, teardown),         \
+        cmocka_unit_test_setup_teardown(stats_count_and_find_the_oldest, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest mem[] = {TABLE(setup_mem)};
+    const struct CMUnitTest sqlite[] = {TABLE(setup_sqlite)};
+    int failed = 0;
+
+    failed += cmocka_run_group_tests_name("store behaviour: memory", mem, NULL, NULL);
+    failed += cmocka_run_group_tests_name("store behaviour: sqlite", sqlite, NULL, NULL);
+    return failed ? 1 : 0;
+}
