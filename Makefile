@@ -31,6 +31,8 @@ LIB_SRCS := \
 	src/tbucket.c \
 	src/util.c \
 	src/log.c \
+	src/settings.c \
+	src/epdef.c \
 	src/config.c \
 	src/proto.c \
 	src/req.c \
@@ -57,6 +59,9 @@ LIB_SRCS := \
 	src/reader.c \
 	src/deliver.c \
 	src/server.c \
+	src/client.c \
+	src/cli_args.c \
+	src/cli_show.c \
 	src/cli.c
 MAIN_SRC := src/main.c
 SRCS     := $(LIB_SRCS) $(MAIN_SRC)
@@ -75,7 +80,7 @@ DEB_BUILD_DEPS := gcc make libc6-dev pkg-config libsqlite3-dev libcurl4-openssl-
 DEB_TEST_DEPS  := libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all deps run test unit integration asan clean bench check-deps
+.PHONY: all deps run test unit integration asan tsan clean bench check-deps
 .DEFAULT_GOAL := all
 
 all: $(HOOKD)
@@ -142,12 +147,22 @@ asan: deps
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	  all unit integration
 
+# ThreadSanitizer over the same suites. TSAN_OPTIONS: halt_on_error makes
+# a race fail the test that provoked it; second_deadlock_stack helps read
+# lock-order reports; report_thread_leaks=0 because a fatal storage error
+# ends the process with _exit(75) on purpose, without joining the threads
+# (nothing may touch the database again), which TSan calls a leak.
+tsan: deps
+	$(MAKE) BUILD=build-tsan OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=thread" all unit
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 report_thread_leaks=0 $(TSAN_OPTIONS)" \
+	  $(MAKE) BUILD=build-tsan OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=thread" integration
+
 run: deps all
 	@mkdir -p var
 	$(HOOKD) serve -c conf/hookd.ini
 
 clean:
-	rm -rf build build-asan var
+	rm -rf build build-asan build-tsan var
 
 -include packaging/packaging.mk
 -include tests/bench/bench.mk

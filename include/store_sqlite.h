@@ -60,8 +60,12 @@ int sq_exec_stmt(struct sq_store *q, sqlite3_stmt *st, const char *what);
 /* Bind NULL for an empty string / a value <= 0. */
 void sq_bind_text_or_null(sqlite3_stmt *st, int i, const char *s);
 void sq_bind_pos_or_null(sqlite3_stmt *st, int i, int64_t v);
-/* column as int64, 0 for NULL / -1 for NULL */
+/* The column as int64, null_value for NULL. */
 int64_t sq_col_or(sqlite3_stmt *st, int col, int64_t null_value);
+/* endpoint_health's columns from first on (SQ_HEALTH_COLS' order), and
+ * the whole table's SELECT in that order after endpoint_id, endpoint_url. */
+void sq_health_cols(sqlite3_stmt *st, int first, struct store_health *h);
+const char *sq_health_select(void);
 
 /* The operations, by file. */
 int sq_recover(struct store *s, int64_t now, int64_t *n);

@@ -1,6 +1,7 @@
 /* endpoint.c - endpoint snapshots for the delivery threads, and the
  * JSON forms of a definition (endpoint.put requests, stored lists). */
 #include "endpoint.h"
+#include "settings.h"
 #include "util.h"
 
 #include <cjson/cJSON.h>

@@ -49,35 +49,16 @@ int sq_health_load(struct store *s, int (*fn)(void *ctx, const struct store_heal
 {
     struct sq_store *q = (struct sq_store *)s;
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(q->db,
-                                "SELECT endpoint_id, endpoint_url, state, consecutive_failures, failure_threshold, "
-                                "last_failure_at, last_success_at, opened_at, cooldown_ms, slow_since, "
-                                "p50_ms, p95_ms, p99_ms, sample_count FROM endpoint_health",
-                                -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(q->db, sq_health_select(), -1, &st, NULL);
 
     if (rc != SQLITE_OK)
         return sq_fail(q, rc, "load health");
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct store_health h;
-        enum breaker_state bs = BREAKER_CLOSED;
         memset(&h, 0, sizeof h);
         h.endpoint_id = sqlite3_column_int64(st, 0);
         h.endpoint_url = (const char *)sqlite3_column_text(st, 1);
-        if (breaker_state_parse((const char *)sqlite3_column_text(st, 2), &bs) < 0)
-            bs = BREAKER_OPEN;   /* unreadable state: fail safe */
-        h.state = (int)bs;
-        h.consecutive_failures = sqlite3_column_int64(st, 3);
-        h.failure_threshold = sqlite3_column_int64(st, 4);
-        h.last_failure_at = sq_col_or(st, 5, 0);
-        h.last_success_at = sq_col_or(st, 6, 0);
-        h.opened_at = sq_col_or(st, 7, 0);
-        h.cooldown_ms = sqlite3_column_int64(st, 8);
-        h.slow_since = sq_col_or(st, 9, 0);
-        h.has_latency = sqlite3_column_type(st, 11) != SQLITE_NULL;
-        h.p50_ms = sq_col_or(st, 10, 0);
-        h.p95_ms = sq_col_or(st, 11, 0);
-        h.p99_ms = sq_col_or(st, 12, 0);
-        h.sample_count = sqlite3_column_int64(st, 13);
+        sq_health_cols(st, 2, &h);
         if (fn(ctx, &h) != 0) {
             sqlite3_finalize(st);
             return store_fail(s, STORE_E_NOMEM, "load health: out of memory");

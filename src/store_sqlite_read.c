@@ -2,7 +2,6 @@
  * connection). Nothing here reads webhook_queue.payload (only its length)
  * or the values of endpoints.secrets / endpoints.headers. */
 #include "store_sqlite.h"
-#include "breaker.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -155,26 +154,6 @@ int sq_message_attempts(struct store *s, const struct store_message *m, int limi
     return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "get attempts");
 }
 
-static void health_cols(sqlite3_stmt *st, struct store_health *h)
-{
-    enum breaker_state bs = BREAKER_CLOSED;
-
-    breaker_state_parse(col_text(st, 9), &bs);
-    h->state = (int)bs;
-    h->consecutive_failures = sqlite3_column_int64(st, 10);
-    h->has_latency = sqlite3_column_type(st, 12) != SQLITE_NULL;
-    h->p50_ms = sq_col_or(st, 11, 0);
-    h->p95_ms = sq_col_or(st, 12, 0);
-    h->p99_ms = sq_col_or(st, 13, 0);
-    h->sample_count = sqlite3_column_int64(st, 14);
-    h->failure_threshold = sq_col_or(st, 15, 0);
-    h->last_failure_at = sq_col_or(st, 16, 0);
-    h->last_success_at = sq_col_or(st, 17, 0);
-    h->opened_at = sq_col_or(st, 18, 0);
-    h->cooldown_ms = sq_col_or(st, 19, 0);
-    h->slow_since = sq_col_or(st, 20, 0);
-}
-
 int sq_endpoint_list(struct store *s, int with_queue, int (*fn)(void *ctx, const struct store_endpoint_info *e),
                      void *ctx)
 {
@@ -197,7 +176,7 @@ int sq_endpoint_list(struct store *s, int with_queue, int (*fn)(void *ctx, const
         e.settings = col_text(st, 8);
         e.h.endpoint_id = e.id;
         e.h.endpoint_url = e.url;
-        health_cols(st, &e.h);
+        sq_health_cols(st, 9, &e.h);
         for (i = 0; i < MSG__COUNT; i++)
             e.queue[i] = sqlite3_column_int64(st, 21 + i);
         if (fn(ctx, &e) != 0) {
@@ -249,19 +228,11 @@ int sq_slow_endpoints(struct store *s, int64_t p95_ms, int64_t min_samples,
     sqlite3_bind_int64(st, 2, min_samples);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct store_endpoint_info e;
-        enum breaker_state bs = BREAKER_CLOSED;
         memset(&e, 0, sizeof e);
         e.id = e.h.endpoint_id = sqlite3_column_int64(st, 0);
         e.name = col_text(st, 1);
-        e.h.has_latency = 1;
-        e.h.p50_ms = sq_col_or(st, 2, 0);
-        e.h.p95_ms = sq_col_or(st, 3, 0);
-        e.h.p99_ms = sq_col_or(st, 4, 0);
-        e.h.sample_count = sqlite3_column_int64(st, 5);
-        breaker_state_parse(col_text(st, 6), &bs);
-        e.h.state = (int)bs;
-        e.h.consecutive_failures = sqlite3_column_int64(st, 7);
-        e.url = e.h.endpoint_url = col_text(st, 8);
+        e.url = e.h.endpoint_url = col_text(st, 2);
+        sq_health_cols(st, 3, &e.h);
         if (fn(ctx, &e) != 0) {
             sqlite3_reset(st);
             return store_fail(s, STORE_E_NOMEM, "slow: out of memory");

@@ -1,8 +1,16 @@
 /* store_sqlite_sql.c - the SQLite backend's statements (prepared once per
  * connection by store_sqlite.c) and the helpers that run them. */
 #include "store_sqlite.h"
+#include "breaker.h"
 
 #include <stdio.h>
+
+/* The columns of an endpoint_health row, in the order sq_health_cols
+ * reads them; coalesced for the LEFT JOINs of endpoints without one. */
+#define SQ_HEALTH_COLS                                                                                       \
+    "coalesce(h.state, 'closed'), coalesce(h.consecutive_failures, 0), h.failure_threshold, "              \
+    "h.last_failure_at, h.last_success_at, h.opened_at, h.cooldown_ms, h.slow_since, h.p50_ms, h.p95_ms, " \
+    "h.p99_ms, coalesce(h.sample_count, 0)"
 
 const char *const sq_sql[SQ__COUNT] = {
     /* ---- writer ---- */
@@ -133,9 +141,7 @@ const char *const sq_sql[SQ__COUNT] = {
         "ELSE '[]' END, "
         "CASE WHEN json_valid(e.settings) AND json_type(e.settings) = 'object' "
         "THEN json(e.settings) ELSE '{}' END, "
-        "coalesce(h.state, 'closed'), coalesce(h.consecutive_failures, 0), h.p50_ms, h.p95_ms, h.p99_ms, "
-        "coalesce(h.sample_count, 0), h.failure_threshold, h.last_failure_at, h.last_success_at, "
-        "h.opened_at, h.cooldown_ms, h.slow_since, "
+        SQ_HEALTH_COLS ", "
         "coalesce(c.pending, 0), coalesce(c.failed, 0), coalesce(c.in_flight, 0), coalesce(c.delivered, 0), "
         "coalesce(c.dead, 0) "
         "FROM endpoints e LEFT JOIN endpoint_health h ON h.endpoint_id = e.id "
@@ -167,8 +173,7 @@ const char *const sq_sql[SQ__COUNT] = {
         "LEFT JOIN sc ON sc.endpoint_id = a.endpoint_id AND sc.rn = 1 "
         "ORDER BY a.n DESC, a.endpoint_id LIMIT ?2",
     [SQ_SLOW] =
-        "SELECT e.id, e.name, h.p50_ms, h.p95_ms, h.p99_ms, h.sample_count, h.state, "
-        "h.consecutive_failures, e.url "
+        "SELECT e.id, e.name, e.url, " SQ_HEALTH_COLS " "
         "FROM endpoint_health h JOIN endpoints e ON e.id = h.endpoint_id "
         "WHERE h.p95_ms > ?1 AND h.sample_count >= ?2 ORDER BY h.p95_ms DESC, e.name",
     /* only real responses are samples (response_ms NULL: never sent) */
@@ -224,6 +229,33 @@ int sq_exec_stmt(struct sq_store *q, sqlite3_stmt *st, const char *what)
     if (rc != SQLITE_DONE)
         return sq_fail(q, rc, what);
     return 0;
+}
+
+const char *sq_health_select(void)
+{
+    return "SELECT h.endpoint_id, h.endpoint_url, " SQ_HEALTH_COLS " FROM endpoint_health h";
+}
+
+void sq_health_cols(sqlite3_stmt *st, int first, struct store_health *h)
+{
+    enum breaker_state bs = BREAKER_CLOSED;
+
+    /* an unreadable state fails safe: open */
+    if (breaker_state_parse((const char *)sqlite3_column_text(st, first), &bs) < 0)
+        bs = BREAKER_OPEN;
+    h->state = (int)bs;
+    h->consecutive_failures = sqlite3_column_int64(st, first + 1);
+    h->failure_threshold = sq_col_or(st, first + 2, 0);
+    h->last_failure_at = sq_col_or(st, first + 3, 0);
+    h->last_success_at = sq_col_or(st, first + 4, 0);
+    h->opened_at = sq_col_or(st, first + 5, 0);
+    h->cooldown_ms = sq_col_or(st, first + 6, 0);
+    h->slow_since = sq_col_or(st, first + 7, 0);
+    h->has_latency = sqlite3_column_type(st, first + 9) != SQLITE_NULL;
+    h->p50_ms = sq_col_or(st, first + 8, 0);
+    h->p95_ms = sq_col_or(st, first + 9, 0);
+    h->p99_ms = sq_col_or(st, first + 10, 0);
+    h->sample_count = sqlite3_column_int64(st, first + 11);
 }
 
 void sq_bind_text_or_null(sqlite3_stmt *st, int i, const char *s)

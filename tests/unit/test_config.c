@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "endpoint.h"
+#include "settings.h"
 #include "util.h"
 
 static char path[64];
@@ -157,7 +158,7 @@ static void test_endpoints(void **st)
 static void test_rate_windows(void **st)
 {
     struct ep_def d;
-    char err[256], buf[128];
+    char err[256], buf[256];
     struct ep_settings eff, dflt;
 
     (void)st;

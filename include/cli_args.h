@@ -1,0 +1,100 @@
+/* cli_args.h - the command line's options and commands: parsing argv
+ * and turning a client command into its request line (cli_args.c). The
+ * command table itself is in cli.c; the output in cli_show.c; the socket
+ * in client.c. */
+#ifndef HOOKD_CLI_ARGS_H
+#define HOOKD_CLI_ARGS_H
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+#define DEFAULT_CONFIG "/etc/hookd/hookd.ini"
+/* Where packaged installs put the socket; used when no config is readable
+ * (an unprivileged user typically cannot read /etc/hookd/hookd.ini). */
+#define FALLBACK_SOCKET "/run/hookd/hookd.sock"
+#define DEFAULT_TIMEOUT_MS 30000
+#define MAX_REPEAT 64
+/* Above the largest max_line the daemon accepts (64 MiB). */
+#define MAX_PAYLOAD_READ ((size_t)64 << 20)
+/* Endpoint lists are a few MB; this only stops a runaway peer. */
+#define MAX_REPLY ((size_t)512 << 20)
+
+enum opt_id {
+    O_HELP,
+    O_CONFIG,
+    O_SOCKET,
+    O_JSON,
+    O_TIMEOUT,
+    O_QUIET,
+    O_ENDPOINT,
+    O_TYPE,
+    O_EVENT_ID,
+    O_DATA,
+    O_FILE,
+    O_URL,
+    O_SECRET,
+    O_EVENT_TYPES,
+    O_HEADER,
+    O_SET,
+    O_SINCE,
+    O_HOURS,
+    O_P95,
+    O_STATUS,
+    O__COUNT
+};
+
+#define OB(x) (1u << (x))
+#define CLIENT_OPTS (OB(O_CONFIG) | OB(O_SOCKET) | OB(O_JSON) | OB(O_TIMEOUT))
+
+enum { R_SECRET, R_HEADER, R_SET, R__COUNT };
+
+struct args {
+    unsigned seen;
+    const char *val[O__COUNT];
+    const char *rep[R__COUNT][MAX_REPEAT];
+    size_t nrep[R__COUNT];
+    const char *pos[2];
+    size_t npos;
+};
+
+struct cmd;
+typedef int (*handler_fn)(const struct cmd *c, int argc, char **argv);
+typedef int (*build_fn)(const struct args *a, cJSON *req, struct buf *payload, char *err,
+                        size_t errlen);
+typedef void (*show_fn)(const cJSON *reply, const struct args *a);
+
+struct cmd {
+    const char *name;
+    handler_fn handler;
+    int needs_socket;
+    int admin;
+    const char *usage;
+    const char *help;
+    unsigned opts;  /* accepted options; --help is always accepted */
+    size_t min_pos, max_pos;
+    const char *op;
+    build_fn build;
+    show_fn show;
+};
+
+/* argv[0] is the command name. Returns 0, 1 when --help was given, or -1
+ * with err filled. */
+int cli_parse_args(const struct cmd *c, int argc, char **argv, struct args *a, char *err, size_t errlen);
+/* The request line of a client command (without its newline), appended to out. */
+int cli_assemble(const struct cmd *c, const struct args *a, struct buf *out, char *err, size_t errlen);
+
+/* The request builders of the command table: fill req (and the payload). */
+int cli_build_none(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
+int cli_build_send(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
+int cli_build_get(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
+int cli_build_requeue(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
+int cli_build_purge(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
+int cli_build_endpoint(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
+int cli_build_delete(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
+int cli_build_put(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
+int cli_build_dead(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
+int cli_build_slow(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,71 @@
+/* epdef.h - an endpoint definition: what an [endpoint.NAME] section, an
+ * endpoint.put request or a stored endpoint says (url, secrets, headers,
+ * event types, paused, and overrides of the delivery settings). One set
+ * of setters validates every source alike. */
+#ifndef HOOKD_EPDEF_H
+#define HOOKD_EPDEF_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sign.h"
+
+#define ENDPOINT_NAME_MAX 64
+#define ENDPOINT_MAX_HEADERS 32
+#define ENDPOINT_HEADER_MAX 1024
+#define ENDPOINT_TYPES_MAX 2048
+
+
+/* A rate limit: at most count requests per per_ms (a token bucket each;
+ * several windows, e.g. "100/m, 1000/h", all have to allow a request). */
+#define EP_RATES_MAX 4
+struct ep_rate {
+    double count;
+    int64_t per_ms;
+};
+struct ep_rates {
+    int n;                  /* -1 inherit, 0 unlimited */
+    struct ep_rate r[EP_RATES_MAX];
+};
+
+/* Per-endpoint overridable settings; -1 (rates: n = -1) means "inherit". */
+struct ep_settings {
+    int64_t max_attempts;
+    int64_t timeout_ms;
+    int64_t connect_timeout_ms;
+    int64_t base_delay_ms;
+    int64_t max_delay_ms;
+    int64_t max_in_flight;
+    int64_t failure_threshold;
+    int64_t cooldown_ms;
+    int64_t max_cooldown_ms;
+    struct ep_rates rate;
+    int64_t burst;
+};
+
+/* One endpoint as declared (INI section, endpoint.put, or the database). */
+struct ep_def {
+    char name[ENDPOINT_NAME_MAX + 1];
+    char *url;
+    char *secrets[SIGN_MAX_SECRETS];   /* newest first */
+    size_t nsecrets;
+    char *headers[ENDPOINT_MAX_HEADERS];  /* "Name: value" */
+    size_t nheaders;
+    char *event_types;  /* normalised "a,b,c"; "*" = every type; NULL = none */
+    int paused;
+    struct ep_settings s;
+};
+
+void ep_def_init(struct ep_def *d);
+void ep_def_free(struct ep_def *d);
+int ep_def_copy(struct ep_def *dst, const struct ep_def *src);
+/* Set one key ("url", "secret", "header", "event_types", "max_attempts",
+ * "timeout", "rate", ...). Repeatable keys (secret, header) append.
+ * Returns 0, or -1 with a reason in err (never echoing a secret). */
+int ep_def_set(struct ep_def *d, const char *key, const char *value, char *err, size_t errlen);
+/* After all keys: url present, secrets decodable, ... */
+int ep_def_validate(const struct ep_def *d, char *err, size_t errlen);
+int ep_name_valid(const char *name);
+/* Does the endpoint subscribe to event_type? */
+int ep_def_wants(const struct ep_def *d, const char *event_type);
+
+#endif
