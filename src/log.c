@@ -8,17 +8,18 @@
 #include <strings.h>
 #include <unistd.h>
 
-static enum log_level log_level_cur = LOG_INFO;
+/* atomic: a SIGHUP reload sets it on the main thread while every thread reads it */
+static int log_level_cur = LOG_INFO;
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
 void log_set_level(enum log_level l)
 {
-    log_level_cur = l;
+    __atomic_store_n(&log_level_cur, (int)l, __ATOMIC_RELAXED);
 }
 
 int log_enabled(enum log_level l)
 {
-    return l <= log_level_cur;
+    return (int)l <= __atomic_load_n(&log_level_cur, __ATOMIC_RELAXED);
 }
 
 int log_level_parse(const char *s, enum log_level *out)
