@@ -4,6 +4,9 @@
 The same code as tests/integration/test_faults.py with bigger counts:
   1. kill -9 loop: --kills (30) random kill -9 of hookd under continuous
      enqueue + delivery load, restart on the same files each time.
+  1b. power cuts: --cuts (50) kill -9 at --cut-rate enqueues/s while every
+     database write since the last fsync is held in memory only
+     (tests/fault/powercut.c), so each kill loses what a power cut loses.
   2. I/O errors: --io-rounds rounds of eio-fsync / eio-write (WAL only or
      every database file) armed after a random number of calls.
   3. Disk full: tmpfs (when mount is allowed) and shim ENOSPC.
@@ -12,7 +15,8 @@ The same code as tests/integration/test_faults.py with bigger counts:
   5. Checkpoint starvation: a reader holding a snapshot for 10 s.
 Prints one summary table; exit status 1 if any invariant failed.
 
-Environment: HOOKD_BIN (binary under test), FAULTFS_SO (the shim).
+Environment: HOOKD_BIN (binary under test), FAULTFS_SO and POWERCUT_SO
+(the shims), CHAOS_SEED (replay a run).
 Stdlib only (pytest is imported for the shared helpers, not run).
 """
 import argparse
@@ -110,6 +114,22 @@ def run_kills(env, args):
            "%d kill -9" % row["kills"], "%d acked events" % row["acked"], row["lost"],
            "%d (recovered in flight %d, bound %d)" % (row["duplicates"], row["recovered_in_flight"], row["dup_bound"]),
            ok, why)
+
+
+def run_powercut(env, args):
+    """kill -9 as a power cut: every database write since its file's last
+    fsync is lost (tests/fault/powercut.c), under full-speed load."""
+    row = tf.kill_loop(env.hookd, env.receiver, kills=args.cuts, seed=args.seed, rate=args.cut_rate,
+                       gap=(0.2, 1.5), drain_timeout=300, powercut=True)
+    try:
+        tf.check_kill_row(row)
+        ok, why = True, ""
+    except AssertionError as e:
+        ok, why = False, str(e)
+    record("power cut (kill -9 + unsynced writes lost)",
+           "%d s at %d enq/s, 2 endpoints, cap %d" % (row["seconds"], row["rate_target"], row["in_flight_cap"]),
+           "%d cuts" % row["kills"], "%d acked events" % row["acked"], row["lost"],
+           "%d (integrity %s)" % (row["duplicates"], ",".join(row["integrity"])), ok, why)
 
 
 def run_io(env, args, rnd):
@@ -289,10 +309,12 @@ def main():
     ap.add_argument("--seconds", type=float, default=600, help="time cap of the whole run (soft)")
     ap.add_argument("--rate", type=float, default=500.0, help="enqueues per second during the kill loop")
     ap.add_argument("--io-rounds", type=int, default=12)
+    ap.add_argument("--cuts", type=int, default=50, help="power cuts (kill -9 with unsynced writes lost)")
+    ap.add_argument("--cut-rate", type=float, default=5000.0, help="enqueues per second during the power cuts")
     ap.add_argument("--corrupt-inputs", type=int, default=40)
     ap.add_argument("--seed", type=int, default=int(os.environ["CHAOS_SEED"]) if os.environ.get("CHAOS_SEED") else None,
                     help="replay a run (default: $CHAOS_SEED, else random; printed at start and end)")
-    ap.add_argument("--only", default="kills,io,full,corrupt,starvation")
+    ap.add_argument("--only", default="kills,powercut,io,full,corrupt,starvation")
     args = ap.parse_args()
     if args.seed is None:
         args.seed = random.randrange(1 << 30)
@@ -306,7 +328,7 @@ def main():
     signal.signal(signal.SIGTERM, on_term)
     t0 = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="hookd-chaos"))
-    steps = [("kills", run_kills), ("io", run_io), ("full", run_disk_full), ("corrupt", run_corrupt),
+    steps = [("kills", run_kills), ("powercut", run_powercut), ("io", run_io), ("full", run_disk_full), ("corrupt", run_corrupt),
              ("starvation", run_starvation)]
     only = set(args.only.split(","))
     for name, fn in steps:

@@ -19,13 +19,17 @@ $(FAULT_SHIM): tests/fault/faultfs.c
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -fPIC -shared -o $@ $< -ldl
 
-fault-shim: $(FAULT_SHIM)
+$(FAULT_OUT)/powercut.so: tests/fault/powercut.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -fPIC -shared -o $@ $< -ldl -lpthread
 
-fault: $(HOOKD) $(FAULT_SHIM)
-	HOOKD_BIN=$(HOOKD_BIN) FAULTFS_SO=$(abspath $(FAULT_SHIM)) \
+fault-shim: $(FAULT_SHIM) $(FAULT_OUT)/powercut.so
+
+fault: $(HOOKD) $(FAULT_SHIM) $(FAULT_OUT)/powercut.so
+	HOOKD_BIN=$(HOOKD_BIN) FAULTFS_SO=$(abspath $(FAULT_SHIM)) POWERCUT_SO=$(abspath $(FAULT_OUT)/powercut.so) \
 	  $(PYTHON) -m pytest -q tests/integration/test_faults.py $(PYTEST_ARGS)
 
-chaos: $(HOOKD) $(FAULT_SHIM)
-	HOOKD_BIN=$(HOOKD_BIN) FAULTFS_SO=$(abspath $(FAULT_SHIM)) \
+chaos: $(HOOKD) $(FAULT_SHIM) $(FAULT_OUT)/powercut.so
+	HOOKD_BIN=$(HOOKD_BIN) FAULTFS_SO=$(abspath $(FAULT_SHIM)) POWERCUT_SO=$(abspath $(FAULT_OUT)/powercut.so) \
 	  timeout --signal=TERM --kill-after=30 900 \
 	  $(PYTHON) tests/fault/chaos.py --kills $(CHAOS_KILLS) --seconds $(CHAOS_SECONDS)

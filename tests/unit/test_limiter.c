@@ -1,0 +1,150 @@
+/* test_limiter.c - adaptive concurrency against a fake clock. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "limiter.h"
+
+#define T0 1000000LL
+
+/* One round trip of a saturated pipeline: as many requests as the limit
+ * allows are out, each freed slot is refilled at once (as the dispatcher
+ * does), and all answer after rtt with signal s. Returns the new now. */
+static int64_t round_trip(struct limiter *l, enum limiter_signal s, int64_t rtt, int64_t now)
+{
+    int out = limiter_room(l, 0), i;
+
+    for (i = 0; i < out; i++)
+        limiter_record(l, s, rtt, limiter_current(l), now + rtt);
+    return now + rtt;
+}
+
+static void fast_endpoint_reaches_its_cap_in_a_few_round_trips(void **state)
+{
+    struct limiter l;
+    int64_t now = T0;
+    int rounds = 0;
+
+    (void)state;
+    limiter_init(&l, 32);
+    assert_int_equal(limiter_current(&l), 1);
+    while (limiter_current(&l) < 32) {
+        now = round_trip(&l, LIMITER_OK, 1, now);
+        rounds++;
+        assert_true(rounds <= 6);   /* 1, 2, 4, 8, 16, 32 */
+    }
+    now = round_trip(&l, LIMITER_OK, 1, now);
+    assert_int_equal(limiter_current(&l), 32);   /* the cap holds */
+    assert_int_equal(limiter_room(&l, 30), 2);
+    assert_int_equal(limiter_room(&l, 40), 0);
+}
+
+static void dead_endpoint_gets_one_at_a_time(void **state)
+{
+    struct limiter l;
+    int64_t now = T0;
+    int i;
+
+    (void)state;
+    limiter_init(&l, 32);
+    for (i = 0; i < 20; i++) {
+        assert_int_equal(limiter_room(&l, 0), 1);
+        limiter_record(&l, LIMITER_FAILURE, 0, 1, now);
+        now += 3;
+    }
+    assert_int_equal(limiter_current(&l), 1);
+}
+
+static void a_burst_of_429s_halves_once_per_round_trip(void **state)
+{
+    struct limiter l;
+    int64_t now = T0;
+    int i;
+
+    (void)state;
+    limiter_init(&l, 64);
+    while (limiter_current(&l) < 64)
+        now = round_trip(&l, LIMITER_OK, 10, now);
+    /* all 64 answer 429 within the same round trip */
+    for (i = 0; i < 64; i++)
+        limiter_record(&l, LIMITER_OVERLOAD, 10, 64 - i, now + 10 + i / 16);
+    assert_int_equal(limiter_current(&l), 32);
+    /* the next round trip's 429s cut again */
+    now += 25;
+    limiter_record(&l, LIMITER_OVERLOAD, 10, 32, now);
+    assert_int_equal(limiter_current(&l), 16);
+    /* after trouble: growth is by about one per round trip, no more doubling */
+    now = round_trip(&l, LIMITER_OK, 10, now + 20);
+    now = round_trip(&l, LIMITER_OK, 10, now);
+    assert_true(limiter_current(&l) == 17 || limiter_current(&l) == 18);
+}
+
+static void rising_latency_backs_off_gently(void **state)
+{
+    struct limiter l;
+    int64_t now = T0;
+    int before, i;
+
+    (void)state;
+    limiter_init(&l, 32);
+    while (limiter_current(&l) < 32)
+        now = round_trip(&l, LIMITER_OK, 20, now);
+    before = limiter_current(&l);
+    /* the receiver starts queueing: 20 ms becomes 200 ms; a tenth less
+     * per round trip, not a halving */
+    for (i = 0; i < 3; i++)
+        now = round_trip(&l, LIMITER_OK, 200, now);
+    assert_true(limiter_current(&l) < before);
+    assert_true(limiter_current(&l) >= before * 6 / 10);
+    /* and the slow route, once it is the only one seen for a while, is
+     * the new normal: the limit grows again */
+    for (i = 0; i < 200; i++)
+        now = round_trip(&l, LIMITER_OK, 200, now);
+    assert_int_equal(limiter_current(&l), 32);
+}
+
+static void an_idle_limit_does_not_grow(void **state)
+{
+    struct limiter l;
+    int64_t now = T0;
+    int i;
+
+    (void)state;
+    limiter_init(&l, 32);
+    /* one request at a time, forever: no evidence for thirty */
+    for (i = 0; i < 1000; i++) {
+        limiter_record(&l, LIMITER_OK, 2, 1, now);
+        now += 2;
+    }
+    assert_true(limiter_current(&l) <= 2);
+}
+
+static void cap_changes_clamp_the_limit(void **state)
+{
+    struct limiter l;
+    int64_t now = T0;
+
+    (void)state;
+    limiter_init(&l, 32);
+    while (limiter_current(&l) < 32)
+        now = round_trip(&l, LIMITER_OK, 1, now);
+    limiter_set_cap(&l, 4);
+    assert_int_equal(limiter_current(&l), 4);
+    limiter_set_cap(&l, 0);
+    assert_int_equal(limiter_current(&l), 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(fast_endpoint_reaches_its_cap_in_a_few_round_trips),
+        cmocka_unit_test(dead_endpoint_gets_one_at_a_time),
+        cmocka_unit_test(a_burst_of_429s_halves_once_per_round_trip),
+        cmocka_unit_test(rising_latency_backs_off_gently),
+        cmocka_unit_test(an_idle_limit_does_not_grow),
+        cmocka_unit_test(cap_changes_clamp_the_limit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
