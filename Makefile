@@ -29,6 +29,7 @@ LIB_SRCS := \
 	src/sign.c \
 	src/netpolicy.c \
 	src/tbucket.c \
+	src/limiter.c \
 	src/util.c \
 	src/log.c \
 	src/settings.c \
