@@ -30,6 +30,7 @@ LIB_SRCS := \
 	src/netpolicy.c \
 	src/tbucket.c \
 	src/limiter.c \
+	src/hostcap.c \
 	src/util.c \
 	src/log.c \
 	src/settings.c \

@@ -44,9 +44,13 @@ struct config {
     char *ca_file;
     int64_t shutdown_grace_ms;
     int64_t claim_batch;
+    int64_t max_in_flight_total;
+    int64_t cache_bytes;     /* [storage] cache, per connection */
+    int64_t max_host_connections;
     struct ep_settings dflt;  /* the global values of the overridable keys */
     /* [latency] */
     int64_t latency_window_ms;
+    int64_t latency_samples;
     int64_t rollup_interval_ms;
     int64_t slow_scan_interval_ms;
     int64_t slow_p95_ms;

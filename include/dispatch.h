@@ -17,6 +17,17 @@
 int dispatch_claim(struct registry *r, struct store *st, int64_t now, int64_t now_mono, int64_t budget,
                    struct djob **out);
 
+/* May one more request go to e now, in enqueue order (nothing of e's is
+ * waiting and due)? Then it is counted in flight (e and the registry) and
+ * its rate-limit token taken: 1. Otherwise 0, nothing changed. The
+ * breaker must be closed: a half-open probe is the dispatcher's choice. */
+int dispatch_admit_one(struct registry *r, struct endpoint *e, int64_t now, int64_t now_mono);
+/* Undo dispatch_admit_one (the row turned out a duplicate). */
+void dispatch_unadmit_one(struct registry *r, struct endpoint *e);
+/* A delivery job for a row just claimed (copies what it needs). NULL when
+ * out of memory. */
+struct djob *dispatch_job(struct endpoint *e, const struct store_claimed *row, int probe);
+
 /* When must the queue be looked at again (wall ms; INT64_MAX: only when
  * something happens)? */
 int64_t dispatch_next_wake(const struct registry *r, int64_t now, int64_t now_mono);

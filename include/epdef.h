@@ -35,6 +35,7 @@ struct ep_settings {
     int64_t base_delay_ms;
     int64_t max_delay_ms;
     int64_t max_in_flight;
+    int64_t adaptive;          /* 1: the limiter adapts concurrency; 0: always max_in_flight */
     int64_t failure_threshold;
     int64_t cooldown_ms;
     int64_t max_cooldown_ms;

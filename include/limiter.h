@@ -9,8 +9,10 @@
  * sign of trouble, after which it grows by one per round trip. A timeout,
  * 429 or 503 halves it, and so does any failure that leaves no answer (a
  * refused or reset connection, a 5xx), at most once per round trip; a
- * round trip time drifting above twice the best recent one cuts it by a
- * tenth. So a dead endpoint sees one request at a time (exactly
+ * short-term round trip average pulling above twice the long-term one
+ * (queueing at the receiver) cuts it by a tenth, unless the previous such
+ * cut did not lower the latency: then the higher latency is the route's
+ * new normal (a slower partner, not a queue of ours). So a dead endpoint sees one request at a time (exactly
  * failure_threshold of them before its breaker opens), a struggling one
  * is not hit by a burst, and a fast one reaches its cap within a few
  * round trips. */
@@ -27,16 +29,20 @@ enum limiter_signal {
 struct limiter {
     double limit;        /* >= 1 */
     int cap;             /* max_in_flight */
+    int fixed;           /* the limit is the cap, whatever happens */
     int slow_start;
-    double rtt_min;      /* ms; 0: none yet */
-    double rtt_avg;      /* ms, smoothed */
-    int64_t rtt_min_at;  /* when rtt_min was last confirmed */
+    double rtt_short;    /* ms, fast-moving average; 0: no sample yet */
+    double rtt_long;     /* ms, slow-moving average: the route's normal */
     int64_t cut_at;      /* the last decrease: one per round trip */
+    double cut_rtt;      /* rtt_short at the last latency cut (0: none): if
+                          * a round trip later it is no lower, the cut did
+                          * not help and the latency is the route's own */
 };
 
 void limiter_init(struct limiter *l, int cap);
-/* A new cap (max_in_flight changed); the limit never exceeds it. */
-void limiter_set_cap(struct limiter *l, int cap);
+/* A new cap (max_in_flight changed); the limit never exceeds it. fixed:
+ * no adapting, the limit is the cap (an operator's choice per endpoint). */
+void limiter_set_cap(struct limiter *l, int cap, int fixed);
 /* How many more requests may go with in_flight already out (>= 0). */
 int limiter_room(const struct limiter *l, int in_flight);
 /* The current limit as a whole number (for endpoints and the metrics). */

@@ -3,6 +3,7 @@
 #ifndef HOOKD_LOG_H
 #define HOOKD_LOG_H
 #include <stddef.h>
+#include <stdint.h>
 
 enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
@@ -19,6 +20,25 @@ void log_event(enum log_level l, const char *event, const char *fmt, ...)
  * double quotes with control characters, quotes and backslashes escaped,
  * truncated to fit n. */
 const char *log_q(const char *s, char *out, size_t n);
+
+/* A budget of lines per window for events that come in storms (the
+ * breakers of thousands of endpoints opening at once): the caller logs a
+ * line only when log_budget_take() says so, and logs one summary line of
+ * the rest when log_budget_roll() reports them. Pure: the caller passes
+ * the clock. */
+struct log_budget {
+    int64_t window_ms;
+    int limit;          /* lines per window */
+    int64_t start;      /* of the current window; 0: none yet */
+    int used;
+    long suppressed;
+};
+
+/* 1: log this line; 0: it is counted as suppressed. */
+int log_budget_take(struct log_budget *b, int64_t now);
+/* Once the window is over: the lines it suppressed (0: none), and a new
+ * window begins. Before that: 0. */
+long log_budget_roll(struct log_budget *b, int64_t now);
 
 #define log_error(ev, ...) log_event(LOG_ERROR, ev, __VA_ARGS__)
 #define log_warn(ev, ...)  log_event(LOG_WARN, ev, __VA_ARGS__)

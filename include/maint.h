@@ -1,7 +1,7 @@
 /* maint.h - the writer's periodic jobs, registered into the job table:
- * WAL checkpoint, retention (the latency ring and old rows, in bounded
- * chunks), the slow-endpoint scan; and storing the percentile rollups the
- * reader computes. Writer thread, between rounds, each in its own
+ * WAL checkpoint, retention (old rows with their attempt logs, in bounded
+ * chunks; the latency ring needs none), the slow-endpoint scan; and
+ * storing the percentile rollups the reader computes. Writer thread, between rounds, each in its own
  * transaction. */
 #ifndef HOOKD_MAINT_H
 #define HOOKD_MAINT_H
@@ -25,7 +25,8 @@ struct maint {
 int maint_register(struct maint *m, const struct config *c, struct store *st, struct registry *reg, struct cron *cron);
 /* Store the reader's rollup and give the endpoints their new p95. */
 void maint_apply_rollup(struct maint *m, const struct store_rollup *v, size_t n);
-/* One retention pass at now: at most cleanup_chunk rows of each kind.
+/* One retention pass at now: at most cleanup_chunk rows of each kind
+ * (delivered, dead letters).
  * Returns 1 when a kind had more waiting, 0 when done, -1 on failure. */
 int maint_expire(struct maint *m, int64_t now);
 /* The slow scan at now (also what the job runs). */

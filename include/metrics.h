@@ -12,6 +12,7 @@
  *   hookd_deliveries_total{outcome}         counter, attempts since start by
  *                                           delivered|retry|dead_letter|gone
  *   hookd_attempt_duration_seconds          histogram of attempt response time
+ *   hookd_endpoint_concurrency_limit{endpoint} gauge, the adaptive limit
  *   hookd_breaker_state{endpoint}           gauge, 0 closed, 1 half_open,
  *                                           2 open (ordered by severity so
  *                                           "> 0" means "not healthy")

@@ -16,6 +16,8 @@
 #include "breaker.h"
 #include "config.h"
 #include "endpoint.h"
+#include "limiter.h"
+#include "log.h"
 #include "store.h"
 #include "tbucket.h"
 
@@ -26,6 +28,7 @@ struct endpoint {
     int from_config;
     int paused;
     int in_flight;
+    struct limiter lim;          /* how many may be in flight now (<= max_in_flight) */
     struct breaker br;
     struct breaker_cfg bcfg;
     struct tlimit rate;
@@ -34,6 +37,7 @@ struct endpoint {
     int64_t hold_until;          /* a 429's Retry-After holds the endpoint */
     int64_t p95_ms, samples;     /* the last rollup */
     int64_t slow_since;          /* the slow scan lowered the failure threshold (0: no) */
+    int64_t ring_next;           /* the next slot of its latency ring */
     int health_dirty;            /* breaker state to save this round */
     /* the registry's own */
     struct endpoint *next_id, *next_name;   /* hash chains */
@@ -65,6 +69,9 @@ struct registry {
      * meanwhile simply no longer resolves) */
     int64_t *dirty;
     size_t ndirty, dirtycap;
+    /* breaker transition lines: a budget, and what it held back by state */
+    struct log_budget tlog;
+    long held_to[3];             /* indexed by enum breaker_state */
 };
 
 int registry_init(struct registry *r, const struct config *c);
@@ -96,6 +103,13 @@ int registry_save_health(struct registry *r, struct store *st);
  * the endpoint marked slow, as the seed lowers it. */
 uint32_t endpoint_threshold(const struct endpoint *e);
 void endpoint_health_row(const struct endpoint *e, struct store_health *out);
-void endpoint_log_transition(const struct endpoint *e, const struct breaker_transition *t);
+/* One line per breaker transition, up to REGISTRY_TRANSITION_LINES per
+ * 10 s; beyond that they are counted, and registry_log_flush() logs one
+ * breaker_transitions line with the counts (10,000 endpoints failing at
+ * once would otherwise write tens of thousands of lines). now: wall ms. */
+#define REGISTRY_TRANSITION_LINES 20
+void registry_log_transition(struct registry *r, const struct endpoint *e, const struct breaker_transition *t,
+                             int64_t now);
+void registry_log_flush(struct registry *r, int64_t now);
 
 #endif

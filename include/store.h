@@ -67,6 +67,8 @@ struct store_enqueue {
     const char *payload;         /* the exact bytes to send */
     size_t payload_len;
     int max_attempts;
+    int claim;                   /* stored in_flight, claimed now: the dispatcher
+                                  * hands it to delivery straight away */
     int64_t id;                  /* out */
     int duplicate;               /* out: (endpoint, event_id) existed; nothing stored */
 };
@@ -105,6 +107,7 @@ struct store_settle {
     int sample;                  /* 1: the request reached the endpoint; the
                                   * duration is a latency sample. 0: refused
                                   * before a byte was sent (SSRF, DNS, connect) */
+    int64_t ring_slot;           /* sample: its slot in the endpoint's latency ring */
     const char *error_class;     /* stable failure class ("http_503", "timeout"); NULL on success */
     const char *error;           /* human detail, may hold a sanitised body excerpt */
     int applied;                 /* out */
@@ -120,6 +123,8 @@ struct store_health {
     int64_t last_failure_at, last_success_at, opened_at;   /* 0: never */
     int64_t cooldown_ms;
     int64_t slow_since;          /* 0: threshold not lowered by the slow scan */
+    int64_t ring_next;           /* the latency ring's next slot */
+    int64_t concurrency_limit;   /* the adaptive limit when saved (0: unknown) */
     /* latency rollup (health_load and the reads; ignored by health_save) */
     int has_latency;
     int64_t p50_ms, p95_ms, p99_ms, sample_count;
@@ -140,9 +145,10 @@ struct store_filter {
     unsigned statuses;           /* MSG_BIT()s */
 };
 
+/* Retention: a message's attempt log goes with it; the latency ring
+ * needs none (fixed slots). */
 enum store_expiry {
-    EXPIRE_ATTEMPTS = 0,         /* attempt/latency rows measured before `before` */
-    EXPIRE_DELIVERED,            /* delivered rows delivered before `before` */
+    EXPIRE_DELIVERED = 0,        /* delivered rows delivered before `before` */
     EXPIRE_DEAD_LETTERS          /* dead letters created before `before` */
 };
 
@@ -207,8 +213,12 @@ struct store_ops {
     const char *name;
     void (*close)(struct store *s);
 
-    /* Transactions (writer). One writer transaction at a time. */
-    int (*begin)(struct store *s);
+    /* Transactions (writer). One writer transaction at a time. durable:
+     * its commit must survive a power cut (it acknowledges enqueues) and
+     * makes every earlier commit durable too; otherwise the commit may
+     * wait for the next durable one (results, claims and jobs: losing them
+     * to a power cut means delivering again, never losing an event). */
+    int (*begin)(struct store *s, int durable);
     int (*commit)(struct store *s);
     void (*rollback)(struct store *s);   /* no-op outside a transaction */
 
@@ -245,6 +255,8 @@ struct store_ops {
     int (*endpoint_pause)(struct store *s, int64_t id, int paused, int64_t now);
     int (*health_save)(struct store *s, const struct store_health *v, size_t n);
     int (*rollup_save)(struct store *s, const struct store_rollup *v, size_t n);
+    /* The latency ring holds `slots` samples per endpoint: slots above go. */
+    int (*latency_ring_size)(struct store *s, int64_t slots);
 
     /* Outside a transaction (writer). full: also shrink the log. */
     int (*checkpoint)(struct store *s, int full);
@@ -288,7 +300,7 @@ int store_fail(struct store *s, enum store_errc e, const char *fmt, ...) __attri
 
 /* Short-hands for s->ops->x(s, ...). */
 static inline void store_close(struct store *s) { if (s) s->ops->close(s); }
-static inline int store_begin(struct store *s) { return s->ops->begin(s); }
+static inline int store_begin(struct store *s, int durable) { return s->ops->begin(s, durable); }
 static inline int store_commit(struct store *s) { return s->ops->commit(s); }
 static inline void store_rollback(struct store *s) { s->ops->rollback(s); }
 

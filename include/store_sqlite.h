@@ -24,11 +24,12 @@ int store_sqlite_open(const struct config *c, enum store_role role, struct store
 
 enum sq_stmt {
     /* writer */
-    SQ_INSERT, SQ_FIND, SQ_CLAIM, SQ_NEXT_DUE,
-    SQ_DELIVERED, SQ_FAILED, SQ_DEAD, SQ_RELEASE, SQ_ATTEMPT,
+    SQ_INSERT, SQ_INSERT_CLAIMED, SQ_FIND, SQ_CLAIM, SQ_NEXT_DUE,
+    SQ_DELIVERED, SQ_FAILED, SQ_DEAD, SQ_RELEASE, SQ_ATTEMPT, SQ_SAMPLE,
     SQ_HEALTH_SAVE, SQ_ROLLUP_SAVE,
-    SQ_EXPIRE_ATTEMPTS, SQ_EXPIRE_DELIVERED, SQ_EXPIRE_DEAD,
-    SQ_EP_FIND, SQ_EP_PUT, SQ_EP_PAUSE, SQ_EP_DEAD, SQ_EP_DELETE, SQ_EP_HEALTH_DELETE,
+    SQ_EXPIRE_DELIVERED, SQ_EXPIRE_DEAD,
+    SQ_EP_FIND, SQ_EP_PUT, SQ_EP_PAUSE, SQ_EP_DEAD, SQ_EP_DELETE, SQ_EP_HEALTH_DELETE, SQ_EP_RING_DELETE,
+    SQ_RING_TRIM,
     SQ__WRITER,
     /* reader */
     SQ_CNT_PENDING = SQ__WRITER, SQ_CNT_FAILED, SQ_CNT_IN_FLIGHT, SQ_CNT_DEAD, SQ_CNT_DELIVERED,
@@ -45,6 +46,7 @@ struct sq_store {
     sqlite3 *db;
     sqlite3_stmt *st[SQ__COUNT];
     int lock_fd;         /* writer: the single-instance lock, held until close */
+    int sync_level;      /* writer: PRAGMA synchronous now (enum cfg_sync) */
 };
 
 extern const char *const sq_sql[SQ__COUNT];
@@ -62,8 +64,9 @@ void sq_bind_text_or_null(sqlite3_stmt *st, int i, const char *s);
 void sq_bind_pos_or_null(sqlite3_stmt *st, int i, int64_t v);
 /* The column as int64, null_value for NULL. */
 int64_t sq_col_or(sqlite3_stmt *st, int col, int64_t null_value);
-/* endpoint_health's columns from first on (SQ_HEALTH_COLS' order), and
- * the whole table's SELECT in that order after endpoint_id, endpoint_url. */
+/* endpoint_health's columns from first on (SQ_HEALTH_COLS' order: 14 of
+ * them), and the whole table's SELECT in that order after endpoint_id,
+ * endpoint_url. */
 void sq_health_cols(sqlite3_stmt *st, int first, struct store_health *h);
 const char *sq_health_select(void);
 
@@ -87,6 +90,7 @@ int sq_endpoint_delete(struct store *s, int64_t id, int64_t now, int64_t *dead);
 int sq_endpoint_pause(struct store *s, int64_t id, int paused, int64_t now);
 int sq_health_save(struct store *s, const struct store_health *v, size_t n);
 int sq_rollup_save(struct store *s, const struct store_rollup *v, size_t n);
+int sq_latency_ring_size(struct store *s, int64_t slots);
 
 int sq_snapshot_begin(struct store *s);
 void sq_snapshot_end(struct store *s);

@@ -47,6 +47,9 @@ void util_fmt_time(int64_t epoch_ms, char *out, size_t n);
 /* Random hex id, e.g. for generated event ids: prefix + 24 hex chars. */
 void util_random_id(const char *prefix, char *out, size_t n);
 
+/* FNV-1a of n bytes, folded to lower case when fold is set (host names). */
+uint64_t util_hash(const char *s, size_t n, int fold);
+
 /* Copy at most n-1 bytes and terminate. */
 void util_strlcpy(char *dst, const char *src, size_t n);
 

@@ -18,7 +18,7 @@ static int store_error(struct store *st, struct req *q)
 
 static int begin(struct store *st, struct req *q)
 {
-    return st->ops->begin(st) < 0 ? store_error(st, q) : 0;
+    return st->ops->begin(st, 1) < 0 ? store_error(st, q) : 0;
 }
 
 static int commit(struct store *st, struct req *q)
@@ -162,7 +162,7 @@ int admin_sync_config(struct registry *r, struct store *st, const struct ep_def 
         store_fail(st, STORE_E_NOMEM, "reload: out of memory");
         goto out;
     }
-    if (st->ops->begin(st) < 0)
+    if (st->ops->begin(st, 1) < 0)
         goto out;
     for (i = 0; i < n; i++)
         if (st->ops->endpoint_put(st, &defs[i], 1, now, &ids[i], &created[i]) < 0)

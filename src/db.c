@@ -71,6 +71,16 @@ int db_exec(sqlite3 *db, const char *sql)
     return 0;
 }
 
+/* The page cache is most of hookd's memory; rows live on disk and the OS
+ * caches the file as well. Negative cache_size: KiB. */
+static int set_cache(sqlite3 *db, const struct config *c)
+{
+    char sql[64];
+
+    snprintf(sql, sizeof sql, "PRAGMA cache_size = -%lld", (long long)(c->cache_bytes / 1024));
+    return db_exec(db, sql);
+}
+
 int db_begin(sqlite3 *db)
 {
     return db_exec(db, "BEGIN IMMEDIATE");
@@ -314,9 +324,9 @@ int db_open_writer(const struct config *c, sqlite3 **out, char *err, size_t errl
     }
     sqlite3_finalize(st);
     st = NULL;
-    if (db_exec(db, sync_sql[c->synchronous]) < 0 ||
+    if (db_exec(db, sync_sql[c->synchronous]) < 0 || set_cache(db, c) < 0 ||
         db_exec(db, "PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;"
-                    "PRAGMA wal_autocheckpoint = 1000; PRAGMA cache_size = -16000") < 0) {
+                    "PRAGMA wal_autocheckpoint = 1000") < 0) {
         snprintf(err, errlen, "%s: cannot set pragmas: %s", c->db_path, sqlite3_errmsg(db));
         goto fail;
     }
@@ -350,7 +360,8 @@ int db_open_reader(const struct config *c, sqlite3 **out, char *err, size_t errl
      * checkpoint at once: only the writer ever checkpoints */
     sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
     sqlite3_busy_timeout(db, (int)c->busy_timeout_ms);
-    db_exec(db, "PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -16000");
+    db_exec(db, "PRAGMA wal_autocheckpoint = 0");
+    set_cache(db, c);
     *out = db;
     return 0;
 }

@@ -2,6 +2,7 @@
  * Handles are never shared between threads; curl_global_init ran before
  * any thread started (server.c). */
 #include "deliver.h"
+#include "hostcap.h"
 #include "log.h"
 #include "netpolicy.h"
 #include "proto.h"
@@ -40,6 +41,7 @@ struct xfer {
     size_t body_seen;
     int body_capped;
     int blocked;
+    int counted;                /* holds one of its host's slots (hostcap) */
     const char *block_reason;
     char snippet[DJOB_SNIPPET];
     size_t snip_len;
@@ -57,6 +59,7 @@ struct dthread {
     int64_t deadline_mono;              /* under mu */
     struct xfer *active;                /* thread only */
     struct xfer *spare;                 /* reusable easy handles */
+    struct hostcap *hc;                 /* per-host limit; thread only */
     int nactive;
     int epfd;                           /* the transfers' sockets */
     int wakefd;                         /* eventfd: new jobs or stop */
@@ -71,7 +74,6 @@ struct deliver {
     struct dthread *t;
     deliver_done_fn done;
     void *ctx;
-    unsigned rr;                        /* atomic */
 };
 
 void djob_free(struct djob *j)
@@ -272,7 +274,7 @@ static void xfer_destroy(struct xfer *x)
 }
 
 /* Returns 0 if started; otherwise the job is finished (failed) in place. */
-static int start_transfer(struct dthread *t, struct djob *j)
+static int start_transfer(struct dthread *t, struct djob *j, int counted)
 {
     const struct ep_settings *s = &j->ep->eff;
     struct xfer *x = xfer_get(t);
@@ -284,6 +286,7 @@ static int start_transfer(struct dthread *t, struct djob *j)
         return -1;
     }
     x->job = j;
+    x->counted = counted;
     if (build_headers(x, j->started_at / 1000) < 0) {
         job_fail_now(j, ERRC_INTERNAL, "cannot build request headers");
         xfer_put(t, x);
@@ -319,6 +322,34 @@ static void unlink_active(struct dthread *t, struct xfer *x)
     if (x->next)
         x->next->prev = x->prev;
     t->nactive--;
+}
+
+static void push(struct djob ***dtail, struct djob *j)
+{
+    j->next = NULL;
+    **dtail = j;
+    *dtail = &j->next;
+}
+
+/* Start j, which holds a host slot when counted; a job that cannot start
+ * is finished, and its slot goes to the next one waiting for the host. */
+static void run_counted(struct dthread *t, struct djob *j, int counted, struct djob ***dtail)
+{
+    while (j) {
+        uint64_t h = j->ep->host_hash;
+        if (start_transfer(t, j, counted) == 0)
+            return;
+        push(dtail, j);
+        j = counted ? hostcap_release(t->hc, h) : NULL;
+    }
+}
+
+static void launch(struct dthread *t, struct djob *j, struct djob ***dtail)
+{
+    int r = hostcap_admit(t->hc, j);
+
+    if (r != 1)
+        run_counted(t, j, r == 0, dtail);
 }
 
 static void printable(char *s)
@@ -422,11 +453,16 @@ static void collect_done(struct dthread *t, struct djob ***dtail)
         struct djob *j;
         if (m->msg != CURLMSG_DONE)
             continue;
+        int counted;
+        uint64_t h;
         curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
         j = x->job;
+        counted = x->counted;
+        h = j->ep->host_hash;
         finish_transfer(t, x, m->data.result);
-        **dtail = j;
-        *dtail = &j->next;
+        push(dtail, j);
+        if (counted)
+            run_counted(t, hostcap_release(t->hc, h), 1, dtail);
     }
 }
 
@@ -449,16 +485,22 @@ static void *dthread_main(void *arg)
         deadline = t->deadline_mono;
         pthread_mutex_unlock(&t->mu);
 
+        if (stop) {
+            /* nothing new starts: what waits for a host slot goes back */
+            for (j = hostcap_drain(t->hc); j; j = next) {
+                next = j->next;
+                j->attempted = 0;
+                push(&dtail, j);
+            }
+        }
         for (j = in; j; j = next) {
             next = j->next;
             j->next = NULL;
             if (stop) {
                 j->attempted = 0;  /* not started: back to the queue untouched */
-                *dtail = j;
-                dtail = &j->next;
-            } else if (start_transfer(t, j) < 0) {
-                *dtail = j;
-                dtail = &j->next;
+                push(&dtail, j);
+            } else {
+                launch(t, j, &dtail);
             }
         }
         if (stop && util_mono_ms() >= deadline) {
@@ -466,8 +508,7 @@ static void *dthread_main(void *arg)
             while (t->active) {
                 struct xfer *x = t->active;
                 x->job->attempted = 0;
-                *dtail = x->job;
-                dtail = &x->job->next;
+                push(&dtail, x->job);
                 curl_multi_remove_handle(t->multi, x->easy);
                 unlink_active(t, x);
                 xfer_put(t, x);
@@ -558,13 +599,17 @@ int deliver_start(struct deliver **out, const struct config *c, int nthreads, de
         t->epfd = epoll_create1(EPOLL_CLOEXEC);
         t->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         t->multi = curl_multi_init();
-        if (!t->multi || t->epfd < 0 || t->wakefd < 0)
+        t->hc = hostcap_new((int)c->max_host_connections);
+        if (!t->multi || !t->hc || t->epfd < 0 || t->wakefd < 0)
             goto fail;
         {
             struct epoll_event ev = {.events = EPOLLIN, .data.fd = t->wakefd};
             epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->wakefd, &ev);
         }
         curl_multi_setopt(t->multi, CURLMOPT_MAXCONNECTS, 1024L);
+        /* hostcap keeps transfers under this; curl's limit is the backstop
+         * (its queue would count the wait toward the transfer's timeout) */
+        curl_multi_setopt(t->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)c->max_host_connections);
         curl_multi_setopt(t->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
         curl_multi_setopt(t->multi, CURLMOPT_SOCKETDATA, t);
         curl_multi_setopt(t->multi, CURLMOPT_TIMERFUNCTION, on_timer);
@@ -606,11 +651,12 @@ void deliver_submit(struct deliver *d, struct djob *list)
         n = 64;
     for (i = 0; i < n; i++)
         tails[i] = &heads[i];
-    /* spread jobs over the threads one by one, so a single busy endpoint
-     * still uses every core; then one lock and one wakeup per thread */
+    /* every endpoint of one host on one thread: its connections are
+     * reused across those endpoints and the thread's per-host connection
+     * limit is the host's limit; then one lock and one wakeup per thread */
     while (list) {
         struct djob *j = list;
-        unsigned k = __atomic_fetch_add(&d->rr, 1, __ATOMIC_RELAXED) % (unsigned)n;
+        unsigned k = (unsigned)((j->ep->host_hash >> 7) % (uint64_t)n);
         list = j->next;
         j->next = NULL;
         *tails[k] = j;
@@ -661,6 +707,7 @@ void deliver_free(struct deliver *d)
         }
         if (t->multi)
             curl_multi_cleanup(t->multi);
+        hostcap_free(t->hc);
         if (t->epfd >= 0)
             close(t->epfd);
         if (t->wakefd >= 0)

@@ -11,20 +11,19 @@ struct claim_ctx {
     struct djob **tail;
 };
 
-static int claim_row(void *arg, const struct store_claimed *row)
+struct djob *dispatch_job(struct endpoint *e, const struct store_claimed *row, int probe)
 {
-    struct claim_ctx *x = arg;
     struct djob *j = calloc(1, sizeof *j);
 
     if (!j)
-        return -1;
+        return NULL;
     j->id = row->id;
-    j->ep = ep_conf_ref(x->e->conf);
+    j->ep = ep_conf_ref(e->conf);
     j->event_id = strdup(row->event_id);
     j->payload = malloc(row->payload_len + 1);
     if (!j->event_id || !j->payload) {
         djob_free(j);
-        return -1;
+        return NULL;
     }
     memcpy(j->payload, row->payload, row->payload_len);
     j->payload[row->payload_len] = '\0';
@@ -32,14 +31,46 @@ static int claim_row(void *arg, const struct store_claimed *row)
     j->attempt_count = row->attempt_count;
     j->max_attempts = row->max_attempts;
     j->created_at = row->created_at;
-    j->probe = x->probe;
-    x->probe = 0;
+    j->probe = probe;
     j->retry_after_ms = -1;
     j->outcome = -1;
     j->claimed_mono_us = util_mono_us();
+    return j;
+}
+
+static int claim_row(void *arg, const struct store_claimed *row)
+{
+    struct claim_ctx *x = arg;
+    struct djob *j = dispatch_job(x->e, row, x->probe);
+
+    if (!j)
+        return -1;
+    x->probe = 0;
     *x->tail = j;
     x->tail = &j->next;
     return 0;
+}
+
+int dispatch_admit_one(struct registry *r, struct endpoint *e, int64_t now, int64_t now_mono)
+{
+    if (e->paused || e->next_due <= now || e->hold_until > now || e->br.state != BREAKER_CLOSED ||
+        limiter_room(&e->lim, e->in_flight) == 0 || r->in_flight >= r->c->max_in_flight_total)
+        return 0;
+    registry_touch(r, e);
+    if (e->rate.n > 0 && !tlimit_take(&e->rate, now_mono))
+        return 0;
+    e->in_flight++;
+    r->in_flight++;
+    return 1;
+}
+
+void dispatch_unadmit_one(struct registry *r, struct endpoint *e)
+{
+    registry_touch(r, e);
+    if (e->rate.n > 0)
+        tlimit_refund(&e->rate, 1);
+    e->in_flight--;
+    r->in_flight--;
 }
 
 /* How many of e's rows may go now (0: none), taking breaker admission and
@@ -53,7 +84,7 @@ static int64_t admit(struct registry *r, struct endpoint *e, int64_t now, int64_
     *probe = 0;
     if (e->paused || e->next_due > now || e->hold_until > now)
         return 0;
-    limit = e->conf->eff.max_in_flight - e->in_flight;
+    limit = limiter_room(&e->lim, e->in_flight);
     if (limit <= 0)
         return 0;
     if (limit > budget)
@@ -61,7 +92,7 @@ static int64_t admit(struct registry *r, struct endpoint *e, int64_t now, int64_
     registry_touch(r, e);
     adm = breaker_admit(&e->br, now, &retry_at, &t);
     if (t.from != t.to) {
-        endpoint_log_transition(e, &t);
+        registry_log_transition(r, e, &t, now);
         registry_mark_health(r, e);
     }
     if (adm == BREAKER_DENY)
@@ -88,6 +119,9 @@ int dispatch_claim(struct registry *r, struct store *st, int64_t now, int64_t no
     struct claim_ctx x;
     size_t k, start = r->rr;
 
+    /* the global cap: jobs hold payloads and transfers hold buffers */
+    if (budget > r->c->max_in_flight_total - r->in_flight)
+        budget = r->c->max_in_flight_total - r->in_flight;
     while (*out)
         out = &(*out)->next;
     x.tail = out;
@@ -121,12 +155,14 @@ int64_t dispatch_next_wake(const struct registry *r, int64_t now, int64_t now_mo
     int64_t wake = INT64_MAX;
     size_t i;
 
+    if (r->in_flight >= r->c->max_in_flight_total)
+        return INT64_MAX;   /* a result will wake us */
     for (i = 0; i < r->n; i++) {
         struct endpoint *e = r->v[i];
         int64_t t;
         if (e->paused || e->next_due == INT64_MAX)
             continue;
-        if (e->in_flight >= e->conf->eff.max_in_flight)
+        if (limiter_room(&e->lim, e->in_flight) == 0)
             continue;  /* a result will wake us */
         if (e->br.state == BREAKER_HALF_OPEN && e->br.probe_in_flight)
             continue;  /* so will the probe's */

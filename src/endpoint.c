@@ -9,6 +9,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* the URL's scheme and authority, without userinfo; a URL without "://"
+ * hashes whole (it fails at delivery anyway) */
+static uint64_t host_hash(const char *url)
+{
+    const char *a = strstr(url, "://"), *end, *at;
+
+    if (!a)
+        return util_hash(url, strlen(url), 1);
+    a += 3;
+    end = a + strcspn(a, "/?#");
+    at = memchr(a, '@', (size_t)(end - a));
+    if (at) {
+        uint64_t h = util_hash(url, (size_t)(a - url), 1);
+        return h ^ util_hash(at + 1, (size_t)(end - at - 1), 1);
+    }
+    return util_hash(url, (size_t)(end - url), 1);
+}
+
 struct ep_conf *ep_conf_new(int64_t id, const struct ep_def *def, const struct ep_settings *dflt)
 {
     struct ep_conf *e = calloc(1, sizeof *e);
@@ -22,6 +40,7 @@ struct ep_conf *ep_conf_new(int64_t id, const struct ep_def *def, const struct e
     if (ep_def_copy(&e->def, def) < 0)
         goto fail;
     e->eff = ep_settings_effective(&def->s, dflt);
+    e->host_hash = host_hash(def->url);
     for (i = 0; i < def->nsecrets; i++) {
         if (sign_key_decode(def->secrets[i], &e->keys[i], err, sizeof err) < 0)
             goto fail;

@@ -1,5 +1,6 @@
 /* intake.c - enqueue requests into queue rows. */
 #include "intake.h"
+#include "dispatch.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -12,7 +13,7 @@ struct rows {
     size_t n, cap;
 };
 
-static int rows_add(struct rows *rw, struct endpoint *e, const struct req *q)
+static int rows_add(struct rows *rw, struct endpoint *e, const struct req *q, int claim)
 {
     if (rw->n == rw->cap) {
         size_t nc = rw->cap ? rw->cap * 2 : 256;
@@ -33,14 +34,33 @@ static int rows_add(struct rows *rw, struct endpoint *e, const struct req *q)
     rw->v[rw->n].payload = q->p.payload;
     rw->v[rw->n].payload_len = q->p.payload_len;
     rw->v[rw->n].max_attempts = (int)e->conf->eff.max_attempts;
+    rw->v[rw->n].claim = claim;
     rw->ep[rw->n] = e;
     rw->n++;
     return 0;
 }
 
+/* One row for e: claimed at once when e can take it, else queued (and
+ * the dispatcher told to look). */
+static int add_row(struct registry *r, struct rows *rw, struct endpoint *e, const struct req *q, int64_t now,
+                   int64_t mono)
+{
+    int claim = dispatch_admit_one(r, e, now, mono);
+
+    if (!claim && e->next_due > now) {
+        registry_touch(r, e);
+        e->next_due = now;
+    }
+    if (rows_add(rw, e, q, claim) == 0)
+        return 0;
+    if (claim)
+        dispatch_unadmit_one(r, e);
+    return -1;
+}
+
 /* The rows of one request: 1 answered at once (error reply), 0 rows
  * added, -1 out of memory. */
-static int request_rows(struct registry *r, struct req *q, struct rows *rw)
+static int request_rows(struct registry *r, struct req *q, struct rows *rw, int64_t now, int64_t mono)
 {
     size_t i, hits = 0;
 
@@ -56,11 +76,11 @@ static int request_rows(struct registry *r, struct req *q, struct rows *rw)
             req_error(q, PERR_UNKNOWN_ENDPOINT, "no endpoint named '%s'", q->p.endpoint);
             return 1;
         }
-        return rows_add(rw, e, q);
+        return add_row(r, rw, e, q, now, mono);
     }
     for (i = 0; i < r->n; i++)
         if (ep_def_wants(&r->v[i]->conf->def, q->p.event_type)) {
-            if (rows_add(rw, r->v[i], q) < 0)
+            if (add_row(r, rw, r->v[i], q, now, mono) < 0)
                 return -1;
             hits++;
         }
@@ -96,7 +116,42 @@ static void reply(struct req *q, const struct store_enqueue *v, struct endpoint 
         req_error(q, PERR_INTERNAL, "out of memory");
 }
 
-int intake_batch(struct registry *r, struct store *st, struct req **batch, struct req **answered, int64_t now)
+/* The delivery jobs of the rows stored claimed; a duplicate stored
+ * nothing and gives its place back. */
+static int claimed_jobs(struct registry *r, struct rows *rw, struct djob **jobs, int64_t now)
+{
+    size_t k;
+
+    while (*jobs)
+        jobs = &(*jobs)->next;
+    for (k = 0; k < rw->n; k++) {
+        struct store_enqueue *v = &rw->v[k];
+        struct store_claimed row;
+        struct djob *j;
+        if (!v->claim)
+            continue;
+        if (v->duplicate) {
+            dispatch_unadmit_one(r, rw->ep[k]);
+            continue;
+        }
+        row.id = v->id;
+        row.endpoint_id = v->endpoint_id;
+        row.event_id = v->event_id;
+        row.payload = v->payload;
+        row.payload_len = v->payload_len;
+        row.attempt_count = 0;
+        row.max_attempts = v->max_attempts;
+        row.created_at = now;
+        if (!(j = dispatch_job(rw->ep[k], &row, 0)))
+            return -1;
+        *jobs = j;
+        jobs = &j->next;
+    }
+    return 0;
+}
+
+int intake_batch(struct registry *r, struct store *st, struct req **batch, struct req **answered,
+                 struct djob **jobs, int64_t now, int64_t now_mono)
 {
     struct rows rw = {0};
     struct req **pp = batch, *q;
@@ -111,7 +166,7 @@ int intake_batch(struct registry *r, struct store *st, struct req **batch, struc
     while ((q = *pp)) {
         int one;
         first[k] = rw.n;
-        one = request_rows(r, q, &rw);
+        one = request_rows(r, q, &rw, now, now_mono);
         if (one < 0)
             goto oom;
         if (one > 0) {  /* answered: out of the batch */
@@ -127,16 +182,10 @@ int intake_batch(struct registry *r, struct store *st, struct req **batch, struc
     first[k] = rw.n;
     if (rw.n && st->ops->enqueue(st, rw.v, rw.n, now) < 0)
         goto out;
+    if (claimed_jobs(r, &rw, jobs, now) < 0)
+        goto oom;
     for (q = *batch, k = 0; q; q = q->next, k++)
         reply(q, rw.v + first[k], rw.ep + first[k], first[k + 1] - first[k]);
-    /* what was stored is due now: let the dispatcher look */
-    for (k = 0; k < rw.n; k++) {
-        struct endpoint *e = rw.ep[k];
-        if (!rw.v[k].duplicate && e->next_due > now) {
-            registry_touch(r, e);
-            e->next_due = now;
-        }
-    }
     rc = 0;
     goto out;
 oom:

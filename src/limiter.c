@@ -2,13 +2,14 @@
  * round trip time signal). */
 #include "limiter.h"
 
-/* The best round trip is forgotten after this long, so a route that got
- * slower for good becomes the new normal instead of a permanent alarm. */
-#define RTT_MIN_TTL_MS 30000
-/* Smoothing of the average round trip (one in eight, as TCP's SRTT). */
-#define RTT_ALPHA 0.125
-/* Latency counts as rising above twice the best plus this, so that
- * sub-millisecond jitter on loopback does not read as queueing. */
+/* Queueing at the receiver shows as the short-term average round trip
+ * pulling away from the long-term one (Netflix's Gradient2 idea); a
+ * route that is merely jittery keeps both together, and one that got
+ * slower for good becomes the new normal as the long average follows. */
+#define RTT_SHORT_ALPHA (1.0 / 8)
+#define RTT_LONG_ALPHA (1.0 / 128)
+/* ... beyond twice the long average plus this, so that sub-millisecond
+ * jitter on loopback does not read as queueing. */
 #define RTT_SLACK_MS 5.0
 
 static double clamp(const struct limiter *l, double v)
@@ -23,16 +24,19 @@ static double clamp(const struct limiter *l, double v)
 void limiter_init(struct limiter *l, int cap)
 {
     l->cap = cap < 1 ? 1 : cap;
+    l->fixed = 0;
     l->limit = 1;
     l->slow_start = 1;
-    l->rtt_min = l->rtt_avg = 0;
-    l->rtt_min_at = l->cut_at = 0;
+    l->rtt_short = l->rtt_long = 0;
+    l->cut_rtt = 0;
+    l->cut_at = 0;
 }
 
-void limiter_set_cap(struct limiter *l, int cap)
+void limiter_set_cap(struct limiter *l, int cap, int fixed)
 {
     l->cap = cap < 1 ? 1 : cap;
-    l->limit = clamp(l, l->limit);
+    l->fixed = fixed;
+    l->limit = fixed ? l->cap : clamp(l, l->limit);
 }
 
 int limiter_current(const struct limiter *l)
@@ -50,12 +54,17 @@ int limiter_room(const struct limiter *l, int in_flight)
 /* Decrease by factor, at most once per round trip: the requests already
  * out when trouble started all report it, and one cut is the answer to
  * all of them. */
+static int cut_due(const struct limiter *l, int64_t now)
+{
+    double rtt = l->rtt_short > 1 ? l->rtt_short : 1;
+
+    return !l->cut_at || now - l->cut_at >= (int64_t)rtt;
+}
+
 static void cut(struct limiter *l, double factor, int64_t now)
 {
-    double rtt = l->rtt_avg > 1 ? l->rtt_avg : 1;
-
     l->slow_start = 0;
-    if (l->cut_at && now - l->cut_at < (int64_t)rtt)
+    if (!cut_due(l, now))
         return;
     l->cut_at = now;
     l->limit = clamp(l, l->limit * factor);
@@ -65,23 +74,41 @@ void limiter_record(struct limiter *l, enum limiter_signal s, int64_t rtt_ms, in
 {
     double rtt = rtt_ms < 0 ? 0 : (double)rtt_ms;
 
+    if (l->fixed)
+        return;
     if (s != LIMITER_OK) {
         cut(l, 0.5, now);
         return;
     }
-    l->rtt_avg = l->rtt_avg > 0 ? l->rtt_avg + RTT_ALPHA * (rtt - l->rtt_avg) : rtt;
-    if (l->rtt_min <= 0 || rtt <= l->rtt_min || now - l->rtt_min_at > RTT_MIN_TTL_MS) {
-        l->rtt_min = rtt > 0 ? rtt : 0.001;
-        l->rtt_min_at = now;
+    if (l->rtt_long <= 0) {
+        l->rtt_short = l->rtt_long = rtt;
+    } else {
+        l->rtt_short += RTT_SHORT_ALPHA * (rtt - l->rtt_short);
+        l->rtt_long += RTT_LONG_ALPHA * (rtt - l->rtt_long);
     }
-    if (l->rtt_avg > 2 * l->rtt_min + RTT_SLACK_MS) {
-        cut(l, 0.9, now);   /* queueing at the receiver: back off gently */
-        return;
+    if (l->rtt_short > 2 * l->rtt_long + RTT_SLACK_MS) {
+        if (!cut_due(l, now))
+            return;
+        if (l->cut_rtt > 0 && l->rtt_short >= l->cut_rtt) {
+            /* the last cut, a round trip ago, did not bring the latency
+             * down: not a queue we make (the partner got slower, or
+             * others load it), so it is the route's new normal */
+            l->rtt_long = l->rtt_short;
+            l->cut_rtt = 0;
+        } else {
+            cut(l, 0.9, now);   /* queueing at the receiver: back off gently */
+            l->cut_rtt = l->rtt_short;
+            return;
+        }
+    } else {
+        l->cut_rtt = 0;
     }
-    /* grow only a limit that is in use (in_flight counts this request):
-     * an endpoint that sees two requests at a time gives no evidence it
-     * could take thirty */
-    if (in_flight < (int)l->limit)
+    /* grow only a limit that is in use, at least half of it (in_flight
+     * counts this request and the others that came back with it): an
+     * endpoint that sees two requests at a time gives no evidence it could
+     * take thirty. Half, not all: results come back in batches, and the
+     * limit has already grown by the earlier ones of the batch. */
+    if (2 * in_flight < (int)l->limit)
         return;
     l->limit = clamp(l, l->limit + (l->slow_start ? 1 : 1 / l->limit));
 }

@@ -89,3 +89,34 @@ const char *log_q(const char *s, char *out, size_t n)
     out[o] = '\0';
     return out;
 }
+
+int log_budget_take(struct log_budget *b, int64_t now)
+{
+    if (b->start == 0 || now - b->start >= b->window_ms) {
+        if (b->suppressed) {
+            b->suppressed++;   /* a summary is owed first (log_budget_roll) */
+            return 0;
+        }
+        b->start = now;
+        b->used = 0;
+    }
+    if (b->used < b->limit) {
+        b->used++;
+        return 1;
+    }
+    b->suppressed++;
+    return 0;
+}
+
+long log_budget_roll(struct log_budget *b, int64_t now)
+{
+    long n;
+
+    if (b->start == 0 || now - b->start < b->window_ms)
+        return 0;
+    n = b->suppressed;
+    b->suppressed = 0;
+    b->start = now;
+    b->used = 0;
+    return n;
+}

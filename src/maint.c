@@ -24,27 +24,25 @@ int maint_expire(struct maint *m, int64_t now)
     static const struct {
         enum store_expiry what;
         const char *name;
-    } kinds[] = {{EXPIRE_ATTEMPTS, "latency_rows"}, {EXPIRE_DELIVERED, "delivered"}, {EXPIRE_DEAD_LETTERS, "dead_letters"}};
+    } kinds[] = {{EXPIRE_DELIVERED, "delivered"}, {EXPIRE_DEAD_LETTERS, "dead_letters"}};
     const struct config *c = m->c;
-    int64_t before[3], n[3] = {0, 0, 0};
+    int64_t before[2], n[2] = {0, 0};
     size_t i;
     int more = 0;
 
-    before[0] = now - c->latency_window_ms;
-    before[1] = now - c->keep_delivered_ms;
-    before[2] = now - c->keep_dead_letter_ms;
-    for (i = 0; i < 3; i++) {
+    before[0] = now - c->keep_delivered_ms;
+    before[1] = now - c->keep_dead_letter_ms;
+    for (i = 0; i < 2; i++) {
         struct store *st = m->st;
-        if (st->ops->begin(st) < 0 || st->ops->expire(st, kinds[i].what, before[i], c->cleanup_chunk, &n[i]) < 0 ||
+        if (st->ops->begin(st, 0) < 0 || st->ops->expire(st, kinds[i].what, before[i], c->cleanup_chunk, &n[i]) < 0 ||
             st->ops->commit(st) < 0) {
             failed(m, "cleanup");
             return -1;
         }
         more |= n[i] == c->cleanup_chunk;
     }
-    if (n[0] || n[1] || n[2])
-        log_debug("cleanup", "%s=%lld %s=%lld %s=%lld", kinds[0].name, (long long)n[0], kinds[1].name,
-                  (long long)n[1], kinds[2].name, (long long)n[2]);
+    if (n[0] || n[1])
+        log_debug("cleanup", "%s=%lld %s=%lld", kinds[0].name, (long long)n[0], kinds[1].name, (long long)n[1]);
     return more;
 }
 
@@ -52,9 +50,11 @@ static void job_cleanup(void *ctx, int64_t now)
 {
     struct maint *m = ctx;
 
-    /* a full chunk means more is waiting: come back soon, not in a period */
+    /* a full chunk means more is waiting: the next chunk runs after the
+     * next writer round, so retention keeps up with delivery while every
+     * round of acks still goes between two chunks */
     if (maint_expire(m, now) > 0)
-        cron_soon(m->cron, "cleanup", util_mono_ms(), 50);
+        cron_soon(m->cron, "cleanup", util_mono_ms(), 0);
 }
 
 /* The seed's get_slow_endpoints every slow_scan_interval: over slow_p95
@@ -86,7 +86,7 @@ void maint_slow_scan(struct maint *m, int64_t now)
     }
     if (!changed)
         return;
-    if (m->st->ops->begin(m->st) < 0 || registry_save_health(r, m->st) < 0 || m->st->ops->commit(m->st) < 0) {
+    if (m->st->ops->begin(m->st, 0) < 0 || registry_save_health(r, m->st) < 0 || m->st->ops->commit(m->st) < 0) {
         failed(m, "slow_scan");
         registry_round_undo(r);
         return;
@@ -105,7 +105,7 @@ void maint_apply_rollup(struct maint *m, const struct store_rollup *v, size_t n)
 
     if (!n)
         return;
-    if (m->st->ops->begin(m->st) < 0 || m->st->ops->rollup_save(m->st, v, n) < 0 || m->st->ops->commit(m->st) < 0) {
+    if (m->st->ops->begin(m->st, 0) < 0 || m->st->ops->rollup_save(m->st, v, n) < 0 || m->st->ops->commit(m->st) < 0) {
         failed(m, "rollup");
         return;
     }

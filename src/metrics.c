@@ -94,6 +94,17 @@ static int render_endpoints(const struct metrics_snapshot *m, struct buf *b)
             buf_printf(b, "\"} %d\n", breaker_value(m->eps[i].h.state)) < 0)
             return -1;
     }
+    if (family(b, "hookd_endpoint_concurrency_limit", "gauge",
+               "Requests that may be in flight to the endpoint now (the adaptive limit).") < 0)
+        return -1;
+    for (i = 0; i < m->neps; i++) {
+        if (m->eps[i].h.concurrency_limit <= 0)
+            continue;   /* never saved yet */
+        if (buf_puts(b, "hookd_endpoint_concurrency_limit{endpoint=\"") < 0 ||
+            metrics_label_escape(b, m->eps[i].name) < 0 ||
+            buf_printf(b, "\"} %" PRId64 "\n", m->eps[i].h.concurrency_limit) < 0)
+            return -1;
+    }
     if (family(b, "hookd_endpoint_latency_seconds", "gauge",
                "Attempt response time percentiles per endpoint over the latency window.") < 0)
         return -1;

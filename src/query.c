@@ -177,7 +177,8 @@ static int list_one(void *arg, const struct store_endpoint_info *e)
     put_latency(b, &e->h);
     buf_printf(b, ",\"consecutive_failures\":%lld,\"failure_threshold\":", (long long)e->h.consecutive_failures);
     put_int(b, e->h.failure_threshold, 0);
-    buf_printf(b, ",\"slow\":%s", e->h.slow_since ? "true" : "false");
+    buf_printf(b, ",\"slow\":%s,\"concurrency_limit\":", e->h.slow_since ? "true" : "false");
+    put_int(b, e->h.concurrency_limit, 0);
     buf_printf(b, ",\"queue\":{\"pending\":%lld,\"failed\":%lld,\"in_flight\":%lld,\"delivered\":%lld,"
                "\"dead_letter\":%lld}}",
                (long long)e->queue[MSG_PENDING], (long long)e->queue[MSG_FAILED], (long long)e->queue[MSG_IN_FLIGHT],

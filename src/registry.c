@@ -13,11 +13,7 @@ static size_t hash_id(int64_t id, size_t nb)
 
 static size_t hash_name(const char *s, size_t nb)
 {
-    uint64_t h = 1469598103934665603ull;   /* FNV-1a */
-
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return (size_t)h & (nb - 1);
+    return (size_t)util_hash(s, strlen(s), 0) & (nb - 1);
 }
 
 static int rehash(struct registry *r, size_t nb)
@@ -50,6 +46,8 @@ int registry_init(struct registry *r, const struct config *c)
 {
     memset(r, 0, sizeof *r);
     r->c = c;
+    r->tlog.window_ms = 10000;
+    r->tlog.limit = REGISTRY_TRANSITION_LINES;
     return rehash(r, 64);
 }
 
@@ -160,6 +158,8 @@ struct endpoint *registry_install(struct registry *r, int64_t id, const struct e
         e->bcfg.cooldown_ms = conf->eff.cooldown_ms;
         e->bcfg.max_cooldown_ms = conf->eff.max_cooldown_ms;
         breaker_init(&e->br, &e->bcfg);
+        limiter_init(&e->lim, (int)conf->eff.max_in_flight);
+        limiter_set_cap(&e->lim, (int)conf->eff.max_in_flight, conf->eff.adaptive == 0);
         rates_init(e, util_mono_ms());
     } else {
         old = e->conf;
@@ -171,6 +171,7 @@ struct endpoint *registry_install(struct registry *r, int64_t id, const struct e
         e->bcfg.max_cooldown_ms = conf->eff.max_cooldown_ms;
         if (!same_rates(&old->eff, &conf->eff))
             rates_init(e, util_mono_ms());
+        limiter_set_cap(&e->lim, (int)conf->eff.max_in_flight, conf->eff.adaptive == 0);
         ep_conf_unref(old);
     }
     e->from_config = from_config;
@@ -209,6 +210,7 @@ void registry_load_health(struct registry *r, const struct store_health *h)
     e->br.last_success_at = h->last_success_at;
     e->br.probe_in_flight = 0;  /* a probe cut short by a restart proves nothing */
     e->slow_since = h->slow_since;
+    e->ring_next = h->ring_next >= 0 && h->ring_next < r->c->latency_samples ? h->ring_next : 0;
     e->p95_ms = h->has_latency ? h->p95_ms : 0;
     e->samples = h->sample_count;
 }
@@ -293,6 +295,8 @@ void endpoint_health_row(const struct endpoint *e, struct store_health *h)
     h->opened_at = e->br.opened_at;
     h->cooldown_ms = e->br.cooldown_ms;
     h->slow_since = e->slow_since;
+    h->ring_next = e->ring_next;
+    h->concurrency_limit = limiter_current(&e->lim);
 }
 
 void registry_mark_health(struct registry *r, struct endpoint *e)
@@ -339,10 +343,30 @@ void registry_round_commit(struct registry *r)
     r->nundo = 0;
 }
 
-void endpoint_log_transition(const struct endpoint *e, const struct breaker_transition *t)
+void registry_log_flush(struct registry *r, int64_t now)
+{
+    long n = log_budget_roll(&r->tlog, now);
+
+    if (n == 0)
+        return;
+    log_warn("breaker_transitions", "held_back=%ld to_open=%ld to_half_open=%ld to_closed=%ld window_ms=%lld "
+             "note=\"more than %d transitions in the window; hookd endpoints shows each\"",
+             n, r->held_to[BREAKER_OPEN], r->held_to[BREAKER_HALF_OPEN], r->held_to[BREAKER_CLOSED],
+             (long long)r->tlog.window_ms, r->tlog.limit);
+    memset(r->held_to, 0, sizeof r->held_to);
+}
+
+void registry_log_transition(struct registry *r, const struct endpoint *e, const struct breaker_transition *t,
+                             int64_t now)
 {
     if (t->from == t->to)
         return;
+    registry_log_flush(r, now);
+    if (!log_budget_take(&r->tlog, now)) {
+        if ((unsigned)t->to < 3)
+            r->held_to[t->to]++;
+        return;
+    }
     log_warn("breaker_transition", "endpoint=%s from=%s to=%s reason=\"%s\" failures=%u cooldown_ms=%lld",
              e->conf->def.name, breaker_state_name(t->from), breaker_state_name(t->to),
              t->reason ? t->reason : "", e->br.consecutive_failures, (long long)e->br.cooldown_ms);

@@ -41,6 +41,7 @@ static const struct cfg_def cfg_table[] = {
     {"storage", "check_at_start", T_ENUM, C(check_at_start), 0, 3, "auto", "off|quick|full|auto: check before serving (auto: full up to full_check_max)", check_names},
     {"storage", "full_check_max", T_SIZE, C(full_check_max), 0, INT64_MAX, "512MiB", "auto: largest database that gets the full integrity_check", NULL},
     {"storage", "busy_timeout", T_DUR, C(busy_timeout_ms), 0, 60000, "5s", "wait for a lock before failing", NULL},
+    {"storage", "cache", T_SIZE, C(cache_bytes), 64 << 10, 1LL << 32, "4MiB", "SQLite page cache of each of the two connections", NULL},
     {"storage", "batch_max", T_INT, C(batch_max), 1, 100000, "1000", "rows per group-commit transaction", NULL},
 
     {"server", "socket", T_STR, C(socket_path), 0, 0, "./var/run/hookd.sock", "control socket; its directory is created 0750", NULL},
@@ -52,7 +53,10 @@ static const struct cfg_def cfg_table[] = {
     {"server", "max_clients", T_INT, C(max_clients), 1, 1000000, "10000", "concurrent socket clients", NULL},
 
     {"delivery", "workers", T_INT, C(workers), 0, 64, "0", "delivery threads; 0 = number of cores", NULL},
-    {"delivery", "max_in_flight_per_endpoint", T_INT, D(max_in_flight), 1, 100000, "32", "concurrent requests per endpoint", NULL},
+    {"delivery", "max_in_flight_per_endpoint", T_INT, D(max_in_flight), 1, 100000, "32", "most concurrent requests per endpoint (the adaptive limit stays under it)", NULL},
+    {"delivery", "adaptive", T_BOOL, D(adaptive), 0, 1, "yes", "adapt each endpoint's concurrency (no: always max_in_flight)", NULL},
+    {"delivery", "max_host_connections", T_INT, C(max_host_connections), 1, 100000, "256", "most connections to one host (scheme, name and port) from this node", NULL},
+    {"delivery", "max_in_flight_total", T_INT, C(max_in_flight_total), 1, 1000000, "1024", "most requests in flight over all endpoints (bounds memory)", NULL},
     {"delivery", "timeout", T_DUR, D(timeout_ms), 1, 600000, "15s", "total time of one attempt", NULL},
     {"delivery", "connect_timeout", T_DUR, D(connect_timeout_ms), 1, 600000, "5s", "TCP + TLS connect time", NULL},
     {"delivery", "base_delay", T_DUR, D(base_delay_ms), 1, 30 * DAY, "30s", "backoff base: uniform(0, min(base*2^n, max))", NULL},
@@ -69,7 +73,8 @@ static const struct cfg_def cfg_table[] = {
     {"breaker", "cooldown", T_DUR, D(cooldown_ms), 1, 30 * DAY, "5m", "first open period", NULL},
     {"breaker", "max_cooldown", T_DUR, D(max_cooldown_ms), 1, 30 * DAY, "1h", "cap of the doubling open period", NULL},
 
-    {"latency", "window", T_DUR, C(latency_window_ms), 60000, 90 * DAY, "24h", "latency ring buffer window", NULL},
+    {"latency", "window", T_DUR, C(latency_window_ms), 60000, 90 * DAY, "24h", "percentiles cover the samples of this window", NULL},
+    {"latency", "samples", T_INT, C(latency_samples), 100, 1000000, "10000", "latency ring: samples kept per endpoint (the newest)", NULL},
     {"latency", "rollup_interval", T_DUR, C(rollup_interval_ms), 100, DAY, "60s", "p50/p95/p99 rollup period", NULL},
     {"latency", "slow_scan_interval", T_DUR, C(slow_scan_interval_ms), 100, DAY, "15m", "slow endpoint scan period", NULL},
     {"latency", "slow_p95", T_DUR, C(slow_p95_ms), 1, HOUR, "2000ms", "p95 above this is logged as slow", NULL},
@@ -219,7 +224,8 @@ static int set_value(const struct cfg_def *d, char *base, const char *v, char *e
         what = "boolean (yes/no)";
         if (util_parse_bool(v, &b) < 0)
             goto bad;
-        *(int *)(base + d->off) = b;
+        /* int64_t like the other overridable keys (-1: inherit) */
+        *(int64_t *)(base + d->off) = b;
         return 0;
     case T_ENUM: {
         static char choices[128];
@@ -283,7 +289,7 @@ static const struct cfg_def *find_ep_def(const char *key)
 
 void settings_unset(struct ep_settings *s)
 {
-    s->max_attempts = s->timeout_ms = s->connect_timeout_ms = -1;
+    s->max_attempts = s->timeout_ms = s->connect_timeout_ms = s->adaptive = -1;
     s->base_delay_ms = s->max_delay_ms = s->max_in_flight = -1;
     s->failure_threshold = s->cooldown_ms = s->max_cooldown_ms = -1;
     s->rate.n = -1;
@@ -296,6 +302,7 @@ struct ep_settings ep_settings_effective(const struct ep_settings *ep, const str
 
 #define INH(f) if (ep->f >= 0) r.f = ep->f
     INH(max_attempts);
+    INH(adaptive);
     INH(timeout_ms);
     INH(connect_timeout_ms);
     INH(base_delay_ms);
@@ -327,7 +334,7 @@ static void fmt_value(const struct cfg_def *d, const char *base, char *out, size
         util_fmt_duration(*(const int64_t *)(base + d->off), out, n);
         break;
     case T_BOOL:
-        snprintf(out, n, "%s", *(const int *)(base + d->off) ? "yes" : "no");
+        snprintf(out, n, "%s", *(const int64_t *)(base + d->off) ? "yes" : "no");
         break;
     case T_ENUM:
         snprintf(out, n, "%s", d->names[*(const int *)(base + d->off)]);

@@ -75,6 +75,16 @@ void settle_decide(const struct djob *j, const struct ep_settings *s, int64_t no
     out->outcome = (int)oc;
 }
 
+/* What an attempt says about the endpoint's load. */
+static enum limiter_signal limiter_signal_of(int status, enum errclass errc)
+{
+    if (status == 429 || status == 503 || status == 408 || errc == ERRC_TIMEOUT)
+        return LIMITER_OVERLOAD;
+    if (status == 0 || status >= 500)
+        return LIMITER_FAILURE;
+    return LIMITER_OK;   /* 2xx, and 4xx: answered, whatever it meant */
+}
+
 /* What the result means for its endpoint; e is still registered. */
 static int endpoint_effects(struct registry *r, struct store *st, struct endpoint *e, const struct djob *j,
                             const struct settle_row *row, int64_t now)
@@ -101,7 +111,7 @@ static int endpoint_effects(struct registry *r, struct store *st, struct endpoin
                  (long long)j->id);
     }
     breaker_record(&e->br, &e->bcfg, row->outcome == OUTCOME_DELIVERED, j->probe, endpoint_threshold(e), now, &t);
-    endpoint_log_transition(e, &t);
+    registry_log_transition(r, e, &t, now);
     registry_mark_health(r, e);
     if (t.to == BREAKER_CLOSED && t.from != BREAKER_CLOSED)
         e->next_due = 0;
@@ -126,6 +136,16 @@ int settle_results(struct registry *r, struct store *st, struct djob *list, int6
         store_fail(st, STORE_E_NOMEM, "settle: out of memory");
         goto out;
     }
+    /* the adaptive limits first, while every result of the batch still
+     * counts as in flight: they came back together, and slow start must
+     * see the whole round trip's successes against the full window */
+    for (j = list; j; j = j->next) {
+        struct endpoint *e = registry_by_id(r, j->ep->id);
+        if (!e || !j->attempted || j->errc == ERRC_BLOCKED)   /* refused before sending: says nothing of load */
+            continue;
+        registry_touch(r, e);
+        limiter_record(&e->lim, limiter_signal_of(j->http_status, j->errc), j->response_ms, e->in_flight, now);
+    }
     for (j = list, i = 0; j; j = j->next, i++) {
         /* the job's own snapshot: the endpoint may have changed or gone */
         struct endpoint *e = registry_by_id(r, j->ep->id);
@@ -134,6 +154,13 @@ int settle_results(struct registry *r, struct store *st, struct djob *list, int6
         r->in_flight--;
         if (e && endpoint_effects(r, st, e, j, &rows[i], now) < 0)
             goto out;
+        if (e && rows[i].s.sample) {
+            /* the ring's next slot; a deleted endpoint keeps no samples */
+            rows[i].s.ring_slot = e->ring_next;
+            e->ring_next = (e->ring_next + 1) % r->c->latency_samples;
+        } else {
+            rows[i].s.sample = 0;
+        }
         ss[i] = rows[i].s;
     }
     if (st->ops->settle(st, ss, n) < 0)

@@ -136,7 +136,20 @@ int sq_endpoint_delete(struct store *s, int64_t id, int64_t now, int64_t *dead)
         return -1;
     st = sq_stmt(q, SQ_EP_HEALTH_DELETE);
     sqlite3_bind_int64(st, 1, id);
+    if (sq_exec_stmt(q, st, "endpoint delete") < 0)
+        return -1;
+    st = sq_stmt(q, SQ_EP_RING_DELETE);
+    sqlite3_bind_int64(st, 1, id);
     return sq_exec_stmt(q, st, "endpoint delete");
+}
+
+int sq_latency_ring_size(struct store *s, int64_t slots)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = sq_stmt(q, SQ_RING_TRIM);
+
+    sqlite3_bind_int64(st, 1, slots);
+    return sq_exec_stmt(q, st, "latency ring size");
 }
 
 int sq_endpoint_pause(struct store *s, int64_t id, int paused, int64_t now)
@@ -167,6 +180,8 @@ int sq_health_save(struct store *s, const struct store_health *v, size_t n)
         sq_bind_pos_or_null(st, 8, v[i].opened_at);
         sqlite3_bind_int64(st, 9, v[i].cooldown_ms);
         sq_bind_pos_or_null(st, 10, v[i].slow_since);
+        sqlite3_bind_int64(st, 11, v[i].ring_next);
+        sq_bind_pos_or_null(st, 12, v[i].concurrency_limit);
         if (sq_exec_stmt(q, st, "health save") < 0)
             return -1;
     }

@@ -36,7 +36,7 @@ int sq_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
 
     for (i = 0; i < n; i++) {
         struct store_enqueue *e = &v[i];
-        sqlite3_stmt *st = sq_stmt(q, SQ_INSERT);
+        sqlite3_stmt *st = sq_stmt(q, e->claim ? SQ_INSERT_CLAIMED : SQ_INSERT);
 
         sqlite3_bind_int64(st, 1, e->endpoint_id);
         sqlite3_bind_text(st, 2, e->event_id, -1, SQLITE_STATIC);
@@ -158,23 +158,35 @@ static int settle_row(struct sq_store *q, struct store_settle *r)
     return 0;
 }
 
-/* One attempt row: the message's attempt log and, when the request
- * reached the endpoint, a latency sample. */
-static int attempt_row(struct sq_store *q, const struct store_settle *r)
+/* The attempt in the message's log, and when the request reached the
+ * endpoint a sample in its latency ring. */
+static int attempt_rows(struct sq_store *q, const struct store_settle *r)
 {
     sqlite3_stmt *st = sq_stmt(q, SQ_ATTEMPT);
 
-    sqlite3_bind_int64(st, 1, r->endpoint_id);
-    sqlite3_bind_int64(st, 2, r->id);
+    sqlite3_bind_int64(st, 1, r->id);
+    sqlite3_bind_int(st, 2, r->attempts);
+    sqlite3_bind_int64(st, 3, r->endpoint_id);
+    sqlite3_bind_int64(st, 4, r->at);
     if (r->sample)
-        sqlite3_bind_int64(st, 3, r->response_ms);
+        sqlite3_bind_int64(st, 5, r->response_ms);
     else
-        sqlite3_bind_null(st, 3);
-    sq_bind_pos_or_null(st, 4, r->status_code);
-    sq_bind_text_or_null(st, 5, r->error_class);
-    sq_bind_text_or_null(st, 6, r->verdict == SETTLE_DELIVERED ? NULL : r->error);
-    sqlite3_bind_int64(st, 7, r->at);
-    return sq_exec_stmt(q, st, "attempt");
+        sqlite3_bind_null(st, 5);
+    sq_bind_pos_or_null(st, 6, r->status_code);
+    sq_bind_text_or_null(st, 7, r->error_class);
+    sq_bind_text_or_null(st, 8, r->verdict == SETTLE_DELIVERED ? NULL : r->error);
+    if (sq_exec_stmt(q, st, "attempt") < 0)
+        return -1;
+    if (!r->sample || r->ring_slot < 0)
+        return 0;
+    st = sq_stmt(q, SQ_SAMPLE);
+    sqlite3_bind_int64(st, 1, r->endpoint_id);
+    sqlite3_bind_int64(st, 2, r->ring_slot);
+    sqlite3_bind_int64(st, 3, r->id);
+    sqlite3_bind_int64(st, 4, r->response_ms);
+    sq_bind_pos_or_null(st, 5, r->status_code);
+    sqlite3_bind_int64(st, 6, r->at);
+    return sq_exec_stmt(q, st, "latency sample");
 }
 
 int sq_settle(struct store *s, struct store_settle *v, size_t n)
@@ -187,7 +199,7 @@ int sq_settle(struct store *s, struct store_settle *v, size_t n)
             return -1;
         /* a stale result (its row dead-lettered meanwhile) is no attempt
          * of anything hookd still delivers */
-        if (v[i].verdict != SETTLE_RELEASE && v[i].applied && attempt_row(q, &v[i]) < 0)
+        if (v[i].verdict != SETTLE_RELEASE && v[i].applied && attempt_rows(q, &v[i]) < 0)
             return -1;
     }
     return 0;
@@ -258,9 +270,7 @@ int sq_purge(struct store *s, const struct store_filter *f, int64_t *n)
 int sq_expire(struct store *s, enum store_expiry what, int64_t before, int64_t limit, int64_t *n)
 {
     struct sq_store *q = (struct sq_store *)s;
-    enum sq_stmt i = what == EXPIRE_ATTEMPTS ? SQ_EXPIRE_ATTEMPTS
-                     : what == EXPIRE_DELIVERED ? SQ_EXPIRE_DELIVERED
-                                                : SQ_EXPIRE_DEAD;
+    enum sq_stmt i = what == EXPIRE_DELIVERED ? SQ_EXPIRE_DELIVERED : SQ_EXPIRE_DEAD;
     sqlite3_stmt *st = sq_stmt(q, i);
 
     sqlite3_bind_int64(st, 1, before);

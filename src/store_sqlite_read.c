@@ -8,9 +8,6 @@
 #include <string.h>
 
 #define HOUR_MS (3600 * 1000LL)
-/* attempts are looked up from the message's creation on; allow for the
- * wall clock having stepped back a little between enqueue and attempt */
-#define CLOCK_SLACK_MS 60000
 
 int sq_snapshot_begin(struct store *s)
 {
@@ -135,9 +132,7 @@ int sq_message_attempts(struct store *s, const struct store_message *m, int limi
     int rc;
 
     sqlite3_bind_int64(st, 1, m->id);
-    sqlite3_bind_int64(st, 2, m->endpoint_id);
-    sqlite3_bind_int64(st, 3, m->created_at - CLOCK_SLACK_MS);
-    sqlite3_bind_int(st, 4, limit);
+    sqlite3_bind_int(st, 2, limit);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct store_attempt a;
         a.at = sqlite3_column_int64(st, 0);
@@ -178,7 +173,7 @@ int sq_endpoint_list(struct store *s, int with_queue, int (*fn)(void *ctx, const
         e.h.endpoint_url = e.url;
         sq_health_cols(st, 9, &e.h);
         for (i = 0; i < MSG__COUNT; i++)
-            e.queue[i] = sqlite3_column_int64(st, 21 + i);
+            e.queue[i] = sqlite3_column_int64(st, 23 + i);
         if (fn(ctx, &e) != 0) {
             sqlite3_reset(st);
             return store_fail(s, STORE_E_NOMEM, "endpoint list: out of memory");

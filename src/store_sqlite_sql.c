@@ -10,13 +10,18 @@
 #define SQ_HEALTH_COLS                                                                                       \
     "coalesce(h.state, 'closed'), coalesce(h.consecutive_failures, 0), h.failure_threshold, "              \
     "h.last_failure_at, h.last_success_at, h.opened_at, h.cooldown_ms, h.slow_since, h.p50_ms, h.p95_ms, " \
-    "h.p99_ms, coalesce(h.sample_count, 0)"
+    "h.p99_ms, coalesce(h.sample_count, 0), coalesce(h.ring_next, 0), h.concurrency_limit"
 
 const char *const sq_sql[SQ__COUNT] = {
     /* ---- writer ---- */
     [SQ_INSERT] =
         "INSERT INTO webhook_queue (endpoint_id, event_id, event_type, payload, max_attempts, "
         "created_at, next_attempt_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) "
+        "ON CONFLICT (endpoint_id, event_id) DO NOTHING",
+    /* an enqueue the dispatcher takes at once: no claim statement later */
+    [SQ_INSERT_CLAIMED] =
+        "INSERT INTO webhook_queue (endpoint_id, event_id, event_type, payload, max_attempts, "
+        "created_at, next_attempt_at, status, claimed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, 'in_flight', ?6) "
         "ON CONFLICT (endpoint_id, event_id) DO NOTHING",
     [SQ_FIND] = "SELECT id FROM webhook_queue WHERE endpoint_id = ?1 AND event_id = ?2",
     /* one statement per endpoint and round: RETURNING's temporary table
@@ -47,24 +52,32 @@ const char *const sq_sql[SQ__COUNT] = {
         "UPDATE webhook_queue SET status = CASE WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, "
         "next_attempt_at = ?2 WHERE id = ?1 AND status = 'in_flight'",
     [SQ_ATTEMPT] =
-        "INSERT INTO endpoint_latency (endpoint_id, message_id, response_ms, status_code, "
-        "error_class, detail, measured_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO delivery_attempts (message_id, attempt, endpoint_id, at, response_ms, status_code, "
+        "error_class, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+        "ON CONFLICT (message_id, attempt) DO UPDATE SET at = excluded.at, response_ms = excluded.response_ms, "
+        "status_code = excluded.status_code, error_class = excluded.error_class, detail = excluded.detail",
+    /* one B-tree write per sample, no cleanup: a fixed slot of the ring */
+    [SQ_SAMPLE] =
+        "INSERT INTO endpoint_latency (endpoint_id, slot, message_id, response_ms, status_code, measured_at) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (endpoint_id, slot) DO UPDATE SET "
+        "message_id = excluded.message_id, response_ms = excluded.response_ms, "
+        "status_code = excluded.status_code, measured_at = excluded.measured_at",
     [SQ_HEALTH_SAVE] =
         "INSERT INTO endpoint_health (endpoint_id, endpoint_url, state, consecutive_failures, "
-        "failure_threshold, last_failure_at, last_success_at, opened_at, cooldown_ms, slow_since) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (endpoint_id) DO UPDATE SET "
+        "failure_threshold, last_failure_at, last_success_at, opened_at, cooldown_ms, slow_since, ring_next, "
+        "concurrency_limit) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (endpoint_id) DO UPDATE SET "
         "endpoint_url = excluded.endpoint_url, state = excluded.state, "
         "consecutive_failures = excluded.consecutive_failures, "
         "failure_threshold = excluded.failure_threshold, last_failure_at = excluded.last_failure_at, "
         "last_success_at = excluded.last_success_at, opened_at = excluded.opened_at, "
-        "cooldown_ms = excluded.cooldown_ms, slow_since = excluded.slow_since",
+        "cooldown_ms = excluded.cooldown_ms, slow_since = excluded.slow_since, ring_next = excluded.ring_next, "
+        "concurrency_limit = excluded.concurrency_limit",
     [SQ_ROLLUP_SAVE] =
         "UPDATE endpoint_health SET p50_ms = ?2, p95_ms = ?3, p99_ms = ?4, "
         "sample_count = ?5, rolled_up_at = ?6 WHERE endpoint_id = ?1",
-    /* retention in bounded chunks, so the writer never stalls */
-    [SQ_EXPIRE_ATTEMPTS] =
-        "DELETE FROM endpoint_latency WHERE id IN (SELECT id FROM endpoint_latency "
-        "WHERE measured_at < ?1 LIMIT ?2)",
+    /* retention in bounded chunks, so the writer never stalls; a trigger
+     * takes each message's attempt log with it */
     [SQ_EXPIRE_DELIVERED] =
         "DELETE FROM webhook_queue WHERE id IN (SELECT id FROM webhook_queue "
         "WHERE status = 'delivered' AND delivered_at < ?1 LIMIT ?2)",
@@ -88,6 +101,8 @@ const char *const sq_sql[SQ__COUNT] = {
         "WHERE endpoint_id = ?1 AND status IN ('pending', 'failed', 'in_flight')",
     [SQ_EP_DELETE] = "DELETE FROM endpoints WHERE id = ?1",
     [SQ_EP_HEALTH_DELETE] = "DELETE FROM endpoint_health WHERE endpoint_id = ?1",
+    [SQ_EP_RING_DELETE] = "DELETE FROM endpoint_latency WHERE endpoint_id = ?1",
+    [SQ_RING_TRIM] = "DELETE FROM endpoint_latency WHERE slot >= ?1",
 
     /* ---- reader ---- */
     /* counts by status. "status IN (...) AND status = x" is deliberate:
@@ -123,11 +138,9 @@ const char *const sq_sql[SQ__COUNT] = {
         "q.max_attempts, q.created_at, q.next_attempt_at, q.claimed_at, q.delivered_at, q.last_error, "
         "q.last_status_code, q.last_response_ms, length(CAST(q.payload AS BLOB)), q.last_error_class "
         "FROM webhook_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE q.id = ?1",
-    /* message_id has no index; endpoint and time bound the search to
-     * idx_latency_endpoint (7 ms vs a 45 ms scan of 300k attempts) */
     [SQ_GET_ATTEMPTS] =
-        "SELECT measured_at, response_ms, status_code, error_class, detail FROM endpoint_latency "
-        "WHERE endpoint_id = ?2 AND measured_at >= ?3 AND message_id = ?1 ORDER BY id LIMIT ?4",
+        "SELECT at, response_ms, status_code, error_class, detail FROM delivery_attempts "
+        "WHERE message_id = ?1 ORDER BY attempt LIMIT ?2",
     /* secrets are counted and header values cut off by SQLite itself:
      * neither ever reaches the reader's memory. ?1 = 0: no queue counts
      * (the counts are one scan of the queue). */
@@ -176,10 +189,8 @@ const char *const sq_sql[SQ__COUNT] = {
         "SELECT e.id, e.name, e.url, " SQ_HEALTH_COLS " "
         "FROM endpoint_health h JOIN endpoints e ON e.id = h.endpoint_id "
         "WHERE h.p95_ms > ?1 AND h.sample_count >= ?2 ORDER BY h.p95_ms DESC, e.name",
-    /* only real responses are samples (response_ms NULL: never sent) */
-    [SQ_LATENCY] =
-        "SELECT response_ms FROM endpoint_latency WHERE endpoint_id = ?1 AND measured_at >= ?2 "
-        "AND response_ms IS NOT NULL",
+    /* the endpoint's ring, at most [latency] samples rows */
+    [SQ_LATENCY] = "SELECT response_ms FROM endpoint_latency WHERE endpoint_id = ?1 AND measured_at >= ?2",
     /* one snapshot for the several queries of a reply or a task */
     [SQ_BEGIN] = "BEGIN",
     [SQ_COMMIT] = "COMMIT",
@@ -256,6 +267,8 @@ void sq_health_cols(sqlite3_stmt *st, int first, struct store_health *h)
     h->p95_ms = sq_col_or(st, first + 9, 0);
     h->p99_ms = sq_col_or(st, first + 10, 0);
     h->sample_count = sqlite3_column_int64(st, first + 11);
+    h->ring_next = sqlite3_column_int64(st, first + 12);
+    h->concurrency_limit = sq_col_or(st, first + 13, 0);
 }
 
 void sq_bind_text_or_null(sqlite3_stmt *st, int i, const char *s)

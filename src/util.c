@@ -308,6 +308,20 @@ void util_random_id(const char *prefix, char *out, size_t n)
     snprintf(out, n, "%s%s", prefix, tail);
 }
 
+uint64_t util_hash(const char *s, size_t n, int fold)
+{
+    uint64_t h = 1469598103934665603ull;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (fold && c >= 'A' && c <= 'Z')
+            c = (unsigned char)(c - 'A' + 'a');
+        h = (h ^ c) * 1099511628211ull;
+    }
+    return h;
+}
+
 void util_strlcpy(char *dst, const char *src, size_t n)
 {
     size_t l;

@@ -141,8 +141,8 @@ static void writer_round(struct writer *w, struct req *reqs, struct djob *result
     if (!batch && !results && !claiming)
         return;
     registry_round_begin(&w->reg);
-    if (st->ops->begin(st) < 0 || settle_results(&w->reg, st, results, now) < 0 ||
-        (batch && intake_batch(&w->reg, st, &batch, &answered, now) < 0) ||
+    if (st->ops->begin(st, batch != NULL) < 0 || settle_results(&w->reg, st, results, now) < 0 ||
+        (batch && intake_batch(&w->reg, st, &batch, &answered, &claimed, now, util_mono_ms()) < 0) ||
         (claiming && dispatch_claim(&w->reg, st, now, util_mono_ms(), w->c->claim_batch, &claimed) < 0) ||
         registry_save_health(&w->reg, st) < 0 || st->ops->commit(st) < 0) {
         round_failed(w, batch, answered, results, claimed);
@@ -251,6 +251,7 @@ static void *writer_main(void *arg)
         writer_round(w, reqs, results, claiming);
         if (claiming && !w->fatal) {
             cron_run(w->cron, CRON_WRITER, util_mono_ms(), util_now_ms());
+            registry_log_flush(&w->reg, util_now_ms());
             check_fatal(w, w->maint.failed);
             w->maint.failed = STORE_OK;
         }
@@ -312,7 +313,8 @@ int writer_create(struct writer **out, const struct config *c, struct store *st,
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    if (st->ops->begin(st) < 0 || st->ops->recover(st, now, &recovered) < 0 ||
+    if (st->ops->begin(st, 1) < 0 || st->ops->recover(st, now, &recovered) < 0 ||
+        st->ops->latency_ring_size(st, c->latency_samples) < 0 ||
         st->ops->endpoints_load(st, load_endpoint, w) < 0 || st->ops->health_load(st, load_health, &w->reg) < 0 ||
         st->ops->commit(st) < 0) {
         snprintf(err, errlen, "database: %s", st->errmsg);

@@ -1,10 +1,14 @@
 # tests/bench/bench.mk - benchmarks (included by the top Makefile).
 #   make bench            enqueue + delivery, one summary table
 #   make bench-enqueue    pipelined enqueues vs raw SQLite inserts
-#   make bench-delivery   200k deliveries to nginx, latency at 1000/s,
+#   make bench-delivery   100k deliveries to nginx (1 and 100 endpoints,
+#                         default config), latency at 1k/s and 10k/s,
 #                         wrk ceiling, seed design
-# Knobs (make VAR=...): BENCH_ENQ_N BENCH_DEL_N BENCH_LAT_RATE BENCH_LAT_SECS
-# BENCH_WRK_SECS BENCH_SEED_N BENCH_SEED_K BENCH_SEED=0 (skip the seed).
+#   make bench-scale      10,000 endpoints: enqueue rate, endpoints list,
+#                         memory with 1M queued over failing endpoints
+# Knobs (make VAR=...): BENCH_ENQ_N BENCH_DEL_N BENCH_LAT_RATES BENCH_LAT_SECS
+# BENCH_WRK_SECS BENCH_SEED_N BENCH_SEED_K BENCH_SEED=0 (skip the seed)
+# BENCH_SCALE_NEPS BENCH_SCALE_MSGS BENCH_SCALE_SECS.
 # Results: build/bench/results.txt (see tests/bench/README.md).
 
 BENCH_OUT   := $(BUILD)/bench
@@ -13,7 +17,7 @@ BENCH_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
                 $(shell $(PKG_CONFIG) --cflags sqlite3 2>/dev/null)
 BENCH_LIBS  := $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null || echo -lsqlite3)
 
-.PHONY: bench bench-enqueue bench-delivery bench-tools
+.PHONY: bench bench-enqueue bench-delivery bench-scale bench-tools
 
 $(BENCH_OUT)/loadgen: tests/bench/loadgen.c tests/bench/bench_common.h
 	@mkdir -p $(@D)
@@ -39,3 +43,6 @@ bench-enqueue: $(HOOKD) $(BENCH_TOOLS)
 
 bench-delivery: $(HOOKD) $(BENCH_TOOLS)
 	$(BENCH_ENV) tests/bench/run.sh delivery
+
+bench-scale: $(HOOKD) $(BENCH_TOOLS)
+	$(BENCH_ENV) tests/bench/run.sh scale

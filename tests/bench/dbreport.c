@@ -6,9 +6,9 @@
  *   dbreport latency DB TAG
  *       Enqueue-to-first-attempt latency of the messages whose event_id
  *       starts with TAG-, from webhook_queue.created_at and the message's
- *       earliest endpoint_latency row (all epoch ms):
- *         start = measured_at - response_ms   (estimate of the attempt start)
- *         done  = measured_at                 (result recorded by the writer)
+ *       first delivery_attempts row (all epoch ms):
+ *         start = at - response_ms   (estimate of the attempt start)
+ *         done  = at                 (result recorded by the writer)
  *       Prints p50/p99/max of start - created_at and done - created_at.
  *   dbreport wait DB N TIMEOUT_S
  *       Poll (10/s, cheaply) until nothing is pending, retrying or in
@@ -75,9 +75,9 @@ static int delivery(const char *path, long long first_ms)
 static int latency(const char *path, const char *tag)
 {
     sqlite3 *db = open_ro(path);
-    sqlite3_stmt *st = prep(db, "SELECT q.created_at, min(l.measured_at - l.response_ms), min(l.measured_at) "
-                                "FROM webhook_queue q JOIN endpoint_latency l ON l.message_id = q.id "
-                                "WHERE q.event_id LIKE ?1 GROUP BY q.id");
+    sqlite3_stmt *st = prep(db, "SELECT q.created_at, a.at - coalesce(a.response_ms, 0), a.at "
+                                "FROM webhook_queue q JOIN delivery_attempts a ON a.message_id = q.id "
+                                "AND a.attempt = 1 WHERE q.event_id LIKE ?1");
     char like[128];
     size_t n = 0, cap = 1 << 14;
     int64_t *a = malloc(cap * sizeof *a), *b = malloc(cap * sizeof *b);

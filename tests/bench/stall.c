@@ -1,13 +1,18 @@
 /* stall.c - how long can hookd's periodic jobs hold up acknowledgements
  * and deliveries? (make bench-stall; the driver is tests/bench/stall.sh)
  *
- *   stall gen DB ROWS_PER_ENDPOINT SPAN_S
- *       Fill endpoint_latency of a stopped hookd's database: for every
- *       endpoint in the endpoints table, ROWS_PER_ENDPOINT rows spread
- *       evenly over the last SPAN_S seconds, endpoints interleaved in time
- *       order as real traffic would write them. One transaction.
+ *   stall gen DB ROWS_PER_ENDPOINT SPAN_S [OLD_ROWS]
+ *       Fill the latency ring (endpoint_latency) of a stopped hookd's
+ *       database: for every endpoint in the endpoints table,
+ *       ROWS_PER_ENDPOINT samples in slots 0.. (at most the ring's size,
+ *       [latency] samples) spread evenly over the last SPAN_S seconds,
+ *       endpoints interleaved in time order as real traffic would write
+ *       them, and the ring's next slot in endpoint_health. OLD_ROWS
+ *       delivered messages 8 days old (one attempt row each), round robin
+ *       over the endpoints: retention's backlog. One transaction.
  *   stall count DB WINDOW_S
- *       Print rows=N old=M (rows older than WINDOW_S seconds).
+ *       Print rows=N old=M (latency samples older than WINDOW_S seconds)
+ *       expired=E (delivered rows older than 7 days).
  *   stall run -s SOCK -p PREFIX -n NEP -r RATE -d SECS -R PORT [-W WALFILE] [-T TIMELINE]
  *       Paced enqueues, RATE per second on one connection for SECS seconds,
  *       on an absolute schedule (pipelined: a stalled request does not hold
@@ -85,6 +90,8 @@ static int64_t pct(const int64_t *v, size_t n, double p)
 
 /* ---------------------------------------------------------------- gen */
 
+#define RING_SLOTS 10000   /* [latency] samples, default */
+
 static void sqlok(sqlite3 *db, int rc, const char *what)
 {
     if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW) {
@@ -93,7 +100,7 @@ static void sqlok(sqlite3 *db, int rc, const char *what)
     }
 }
 
-static int run_gen(const char *path, long per_ep, long span_s)
+static int run_gen(const char *path, long per_ep, long span_s, long old_rows)
 {
     sqlite3 *db;
     sqlite3_stmt *st;
@@ -121,11 +128,15 @@ static int run_gen(const char *path, long per_ep, long span_s)
         fprintf(stderr, "stall: no endpoints in %s\n", path);
         return 2;
     }
+    if (per_ep > RING_SLOTS) {
+        fprintf(stderr, "stall: at most %d samples per endpoint (the ring's default size)\n", RING_SLOTS);
+        return 2;
+    }
     total = (long long)per_ep * (long long)n;
     sqlok(db, sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), "begin");
     sqlok(db, sqlite3_prepare_v2(db,
-                                 "INSERT INTO endpoint_latency (endpoint_id, message_id, response_ms, status_code, "
-                                 "error_class, measured_at) VALUES (?1, NULL, ?2, 200, '', ?3)",
+                                 "INSERT INTO endpoint_latency (endpoint_id, slot, message_id, response_ms, status_code, "
+                                 "measured_at) VALUES (?1, ?4, NULL, ?2, 200, ?3)",
                                  -1, &st, NULL), "insert");
     for (i = 0; i < total; i++) {
         /* oldest first; endpoints interleaved */
@@ -134,15 +145,56 @@ static int run_gen(const char *path, long per_ep, long span_s)
         sqlite3_bind_int64(st, 1, ids[i % (long long)n]);
         sqlite3_bind_int64(st, 2, 20 + (int64_t)((h >> 40) % 980));
         sqlite3_bind_int64(st, 3, at);
+        sqlite3_bind_int64(st, 4, i / (long long)n);
         if (sqlite3_step(st) != SQLITE_DONE)
             sqlok(db, SQLITE_ERROR, "step");
         sqlite3_reset(st);
     }
     sqlite3_finalize(st);
+    /* the ring's next slot, so hookd overwrites the oldest sample first */
+    sqlok(db, sqlite3_prepare_v2(db, "INSERT INTO endpoint_health (endpoint_id, endpoint_url, ring_next) "
+                                     "SELECT id, url, ?2 FROM endpoints WHERE id = ?1 ON CONFLICT (endpoint_id) "
+                                     "DO UPDATE SET ring_next = excluded.ring_next", -1, &st, NULL), "health");
+    for (i = 0; i < (long long)n; i++) {
+        sqlite3_bind_int64(st, 1, ids[i]);
+        sqlite3_bind_int64(st, 2, per_ep % RING_SLOTS);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            sqlok(db, SQLITE_ERROR, "health step");
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    if (old_rows > 0) {
+        sqlite3_stmt *at;
+        int64_t t = now - 8 * 86400000LL;
+        sqlok(db, sqlite3_prepare_v2(db, "INSERT INTO webhook_queue (endpoint_id, event_id, payload, status, "
+                                         "attempt_count, created_at, next_attempt_at, delivered_at, last_status_code, "
+                                         "last_response_ms) VALUES (?1, ?2, '{\"old\":true,\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}', "
+                                         "'delivered', 1, ?3, ?3, ?3, 204, 1)", -1, &st, NULL), "old insert");
+        sqlok(db, sqlite3_prepare_v2(db, "INSERT INTO delivery_attempts (message_id, attempt, endpoint_id, at, "
+                                         "response_ms, status_code) VALUES (last_insert_rowid(), 1, ?1, ?2, 1, 204)",
+                                     -1, &at, NULL), "old attempt");
+        for (i = 0; i < old_rows; i++) {
+            char ev[48];
+            snprintf(ev, sizeof ev, "old-%lld", i);
+            sqlite3_bind_int64(st, 1, ids[i % (long long)n]);
+            sqlite3_bind_text(st, 2, ev, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_int64(st, 3, t + i / 1000);
+            if (sqlite3_step(st) != SQLITE_DONE)
+                sqlok(db, SQLITE_ERROR, "old step");
+            sqlite3_reset(st);
+            sqlite3_bind_int64(at, 1, ids[i % (long long)n]);
+            sqlite3_bind_int64(at, 2, t + i / 1000);
+            if (sqlite3_step(at) != SQLITE_DONE)
+                sqlok(db, SQLITE_ERROR, "old attempt step");
+            sqlite3_reset(at);
+        }
+        sqlite3_finalize(st);
+        sqlite3_finalize(at);
+    }
     sqlok(db, sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), "commit");
     sqlok(db, sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL), "wal");
     sqlite3_close(db);
-    printf("endpoints=%zu rows=%lld gen_s=%.1f\n", n, total, (double)(mono_us() - t0) / 1e6);
+    printf("endpoints=%zu rows=%lld old_rows=%ld gen_s=%.1f\n", n, total, old_rows, (double)(mono_us() - t0) / 1e6);
     free(ids);
     return 0;
 }
@@ -151,19 +203,22 @@ static int run_count(const char *path, long window_s)
 {
     sqlite3 *db;
     sqlite3_stmt *st;
-    long long rows, old;
+    long long rows, old, expired;
 
     sqlok(NULL, sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), "open");
     sqlite3_busy_timeout(db, 10000);
-    sqlok(db, sqlite3_prepare_v2(db, "SELECT count(*), (SELECT count(*) FROM endpoint_latency WHERE measured_at < ?1) "
+    sqlok(db, sqlite3_prepare_v2(db, "SELECT count(*), (SELECT count(*) FROM endpoint_latency WHERE measured_at < ?1), "
+                                     "(SELECT count(*) FROM webhook_queue WHERE status = 'delivered' AND delivered_at < ?2) "
                                      "FROM endpoint_latency", -1, &st, NULL), "count");
     sqlite3_bind_int64(st, 1, wall_ms() - (int64_t)window_s * 1000);
+    sqlite3_bind_int64(st, 2, wall_ms() - 7 * 86400000LL);
     sqlok(db, sqlite3_step(st), "step");
     rows = sqlite3_column_int64(st, 0);
     old = sqlite3_column_int64(st, 1);
+    expired = sqlite3_column_int64(st, 2);
     sqlite3_finalize(st);
     sqlite3_close(db);
-    printf("rows=%lld old=%lld\n", rows, old);
+    printf("rows=%lld old=%lld expired=%lld\n", rows, old, expired);
     return 0;
 }
 
@@ -581,7 +636,7 @@ int main(int argc, char **argv)
 
     signal(SIGPIPE, SIG_IGN);
     if (argc >= 5 && strcmp(argv[1], "gen") == 0)
-        return run_gen(argv[2], atol(argv[3]), atol(argv[4]));
+        return run_gen(argv[2], atol(argv[3]), atol(argv[4]), argc >= 6 ? atol(argv[5]) : 0);
     if (argc >= 4 && strcmp(argv[1], "count") == 0)
         return run_count(argv[2], atol(argv[3]));
     if (argc >= 2 && strcmp(argv[1], "run") == 0) {

@@ -1,9 +1,10 @@
 # tests/bench/stall.mk - worst stall of acks and deliveries while the
-# periodic jobs run over 100 endpoints x 100k latency rows (included by the
-# top Makefile).
-#   make bench-stall     about 4-6 minutes; results in build/bench/stall.txt
-# Knobs (make VAR=... or environment): STALL_ROWS (per endpoint, 100000),
-# STALL_SECS (60), STALL_RATE (1000/s), STALL_KEEP=1.
+# periodic jobs run over 100 full latency rings (10k samples each) and
+# 1M expired messages (included by the top Makefile).
+#   make bench-stall     about 3-4 minutes; results in build/bench/stall.txt
+# Knobs (make VAR=... or environment): STALL_ROWS (samples per endpoint,
+# at most 10000), STALL_OLD (expired rows, 1000000), STALL_SECS (60),
+# STALL_RATE (1000/s), STALL_KEEP=1.
 
 STALL_BIN := $(BUILD)/bench/stall
 

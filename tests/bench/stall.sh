@@ -1,13 +1,16 @@
 #!/bin/sh
 # stall.sh - worst stall of acknowledgements and deliveries while hookd's
-# periodic jobs run over a large endpoint_latency (make bench-stall).
+# periodic jobs run over full latency rings and a retention backlog
+# (make bench-stall).
 #
 # Two runs, same config, same client:
-#   baseline  100 endpoints, empty endpoint_latency
-#   loaded    100 endpoints x STALL_ROWS latency rows (default 100k each,
-#             10M rows), spread over the last 2 h with a 1 h window: half of
-#             them are older than the window, so the cleanup job has 5M rows
-#             to delete in chunks while the rollup reads the other 5M
+#   baseline  100 endpoints, empty latency rings, nothing to expire
+#   loaded    100 endpoints x STALL_ROWS latency samples (default 10,000
+#             each: every ring full, 1M rows) spread over the last 2 h with
+#             a 1 h window, so the rollup reads half of them; and STALL_OLD
+#             (default 1M) delivered messages 8 days old with their attempt
+#             rows, which retention deletes in chunks during the run: how
+#             fast it deletes beside the load, and what that costs the acks
 # Each run: `stall run` enqueues STALL_RATE/s (default 1000, one every ms)
 # for STALL_SECS (default 60; the cleanup job runs every 5 s, chunk after
 # chunk while a backlog remains) round robin over the endpoints, measures every ack
@@ -20,7 +23,8 @@ set -eu
 HOOKD=${HOOKD:?HOOKD=path of the hookd binary}
 STALL=${STALL:?STALL=path of the stall tool}
 OUT=${BENCH_OUT:-build/bench}
-ROWS=${STALL_ROWS:-100000}
+ROWS=${STALL_ROWS:-10000}
+OLD=${STALL_OLD:-1000000}
 SECS=${STALL_SECS:-60}
 RATE=${STALL_RATE:-1000}
 NEP=100
@@ -99,8 +103,8 @@ run_one() { # name rows
   start_hookd "$d"            # creates the schema and the endpoints
   stop_hookd
   if [ "$2" -gt 0 ]; then
-    echo "stall: $name: generating $NEP x $2 latency rows" >&2
-    "$STALL" gen "$d/hookd.db" "$2" 7200 >"$d/gen.out"
+    echo "stall: $name: generating $NEP x $2 latency samples and $OLD expired messages" >&2
+    "$STALL" gen "$d/hookd.db" "$2" 7200 "$OLD" >"$d/gen.out"
     cat "$d/gen.out" >&2
   fi
   before=$("$STALL" count "$d/hookd.db" 3600)
@@ -120,7 +124,7 @@ run_one() { # name rows
   rollups=$(grep -c 'event=rollup ' "$log" || true)
   rollup_max=$(sed -n 's/.*event=rollup .*duration_ms=\([0-9]*\).*/\1/p' "$log" | sort -n | tail -1)
   cleanups=$(grep -c 'event=cleanup ' "$log" || true)
-  deleted=$(sed -n 's/.*event=cleanup latency_rows=\([0-9]*\).*/\1/p' "$log" | awk '{ s += $1 } END { print s + 0 }')
+  deleted=$(sed -n 's/.*event=cleanup delivered=\([0-9]*\).*/\1/p' "$log" | awk '{ s += $1 } END { print s + 0 }')
   slow_jobs=$(grep 'event=job_slow' "$log" | sed 's/.*job=\([a-z_]*\) duration_ms=\([0-9]*\).*/\1:\2/' |
               sort -t: -k2 -n | tail -5 | tr '\n' ' ')
   eval "${name}_line=\$line ${name}_before=\$before ${name}_after=\$after ${name}_db=\$dbsize"
@@ -150,17 +154,18 @@ verdict="PASS"
 {
   echo "hookd stall benchmark ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, took $((t1 - t0)) s)"
   echo "client: ${RATE} enqueues/s for ${SECS} s, one connection, paced; $NEP endpoints round robin;"
-  echo "jobs: rollup 1s, window 1h, slow scan 5s, summary 5s, metrics file 1s, checkpoint 10s, cleanup 5s (a full chunk brings the next one 50 ms closer)"
-  echo "latency rows (before -> after): baseline $baseline_before -> $baseline_after; loaded $loaded_before -> $loaded_after (db ${loaded_db} MB)"
+  echo "jobs: rollup 1s, window 1h, slow scan 5s, summary 5s, metrics file 1s, checkpoint 10s, cleanup 5s (after a full chunk the next one follows at once)"
+  echo "latency samples and expired rows (before -> after): baseline $baseline_before -> $baseline_after; loaded $loaded_before -> $loaded_after (db ${loaded_db} MB)"
   echo
   echo "all times in ms      ack (enqueue, from scheduled send)  | first delivery at receiver    | stats query         | WAL max"
   printf '%-9s %9s %9s %9s %9s | %9s %9s %9s | %9s %9s | %7s\n' run p50 p99 p99.9 max p50 p99 max p99 max MiB
   row baseline
   row loaded
   echo
-  echo "worst ack stall with 100 x ${ROWS} latency rows: $(ms "$worst") ms (target < 50 ms): $verdict"
+  echo "worst ack stall with 100 x ${ROWS} latency samples and $OLD expired rows: $(ms "$worst") ms (target < 50 ms): $verdict"
+  echo "retention: $loaded_deleted expired rows deleted in ${SECS}s = $((loaded_deleted / SECS)) rows/s beside the load"
   echo "worst ack at second $(kv ack_worst_at_s "$loaded_line") of the loaded run (timeline: $OUT/stall-timeline-loaded.txt)"
-  echo "loaded run: rollups=$loaded_rollups (longest ${loaded_rollup_max} ms, on the reader thread), cleanup chunks=$loaded_cleanups, latency rows deleted=$loaded_deleted"
+  echo "loaded run: rollups=$loaded_rollups (longest ${loaded_rollup_max} ms, on the reader thread), cleanup chunks=$loaded_cleanups"
   echo "job_slow warnings (job:ms, worst 5): baseline [${baseline_slow_jobs}] loaded [${loaded_slow_jobs}]"
   echo "client exit: baseline rc=$baseline_rc loaded rc=$loaded_rc"
   echo

@@ -334,7 +334,8 @@ def test_kill9_during_delivery_nothing_lost_or_stuck(hookd, receiver, capsys):
 
 def test_sigterm_lets_transfers_in_flight_finish(hookd, receiver):
     rcv = receiver(Reply(200, delay=1.0))
-    d = hookd(endpoints={"a": ep(rcv)}, sections={"delivery": {"shutdown_grace": "5s"}})
+    # fixed concurrency: five in flight at once, whatever the limiter would learn
+    d = hookd(endpoints={"a": ep(rcv, adaptive=False)}, sections={"delivery": {"shutdown_grace": "5s"}})
     ids = [d.enqueue("a", {"i": i})["id"] for i in range(5)]
     rcv.wait_for(5)
     assert all(d.status(i) == "in_flight" for i in ids)
@@ -349,7 +350,8 @@ def test_sigterm_lets_transfers_in_flight_finish(hookd, receiver):
 
 def test_sigterm_grace_expired_returns_rows_to_queue(hookd, receiver):
     rcv = receiver(HANG)
-    d = hookd(endpoints={"a": ep(rcv, timeout="30s")}, sections={"delivery": {"shutdown_grace": "500ms"}})
+    d = hookd(endpoints={"a": ep(rcv, timeout="30s", adaptive=False)},
+              sections={"delivery": {"shutdown_grace": "500ms"}})
     ids = [d.enqueue("a", {"i": i})["id"] for i in range(3)]
     rcv.wait_for(3)
     t0 = time.monotonic()
@@ -390,7 +392,9 @@ def test_hanging_endpoint_does_not_slow_healthy_one(hookd, receiver, capsys):
     rcv = receiver()
     rcv.set(HANG, "/hang")
     rcv.set(200, "/ok")
-    d = hookd(endpoints={"hang": ep(rcv, "/hang", timeout="3s"), "ok": ep(rcv, "/ok")})
+    # the hanging one at fixed concurrency: the worst case, its slots all
+    # held (adaptive, it would get one request at a time)
+    d = hookd(endpoints={"hang": ep(rcv, "/hang", timeout="3s", adaptive=False), "ok": ep(rcv, "/ok")})
     with d.client() as c:
         c.pipeline([{"op": "enqueue", "endpoint": "hang", "payload": {"i": i}} for i in range(50)])
         rcv.wait_for(10, path="/hang")

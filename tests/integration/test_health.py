@@ -236,13 +236,31 @@ def test_breaker_default_threshold_exactly_10_then_silent_then_one_probe(hookd, 
     assert all(x["level"] == "warn" for x in t), t
 
 
-def test_breaker_trip_with_many_in_flight_logs_once_then_silent(hookd, receiver):
-    """30 messages in flight at once (default max_in_flight 32) all fail:
-    the breaker opens at the 10th failure and the 20 late failures do not
-    open it again (one transition logged); nothing more is sent during the
-    cooldown; then one probe, alone."""
-    rcv = receiver(Reply(500, delay=0.2))
+def test_dead_endpoint_gets_exactly_failure_threshold_requests(hookd, receiver):
+    """With the defaults (adaptive concurrency, max_in_flight 32), 30 queued
+    messages to an endpoint that fails: it sees exactly failure_threshold
+    (10) requests, one at a time, before its breaker opens, as the seed's
+    design does; not a burst of 32."""
+    rcv = receiver(Reply(500, delay=0.05))
     d = hookd(endpoints={"a": ep(rcv, max_attempts=1000, base_delay="1ms", max_delay="10ms")},
+              sections=sections({"breaker": {"cooldown": "30s"}}))
+    with d.client() as c:
+        c.pipeline([{"op": "enqueue", "endpoint": "a", "payload": {"i": i}} for i in range(30)])
+    wait_until(lambda: state(d, "a") == "open", 10, msg="open")
+    reqs = rcv.snapshot()
+    assert len(reqs) == 10, "%d requests before the breaker opened" % len(reqs)
+    # one at a time: each request left after the previous one was answered
+    assert all(b.t >= a.t_done - 0.01 for a, b in zip(reqs, reqs[1:])), "requests overlapped"
+    assert d.endpoints()["a"]["concurrency_limit"] == 1
+
+
+def test_breaker_trip_with_many_in_flight_logs_once_then_silent(hookd, receiver):
+    """30 messages in flight at once (fixed concurrency, max_in_flight 32)
+    all fail: the breaker opens at the 10th failure and the 20 late
+    failures do not open it again (one transition logged); nothing more is
+    sent during the cooldown; then one probe, alone."""
+    rcv = receiver(Reply(500, delay=0.2))
+    d = hookd(endpoints={"a": ep(rcv, max_attempts=1000, base_delay="1ms", max_delay="10ms", adaptive=False)},
               sections=sections({"breaker": {"cooldown": "1500ms", "max_cooldown": "8s"}}))
     with d.client() as c:
         ids = [r["id"] for r in c.pipeline([{"op": "enqueue", "endpoint": "a", "payload": {"i": i}}
@@ -737,57 +755,85 @@ def _cleanup_interval_key(tmp_path):
 
 
 def test_retention_and_latency_ring_buffer_cleanup(hookd, receiver, tmp_path):
-    """Delivered rows older than [retention] delivered, dead letters older
-    than dead_letter and latency rows older than the window are deleted in
-    bounded chunks; younger rows stay. Rows are backdated from the test."""
+    """Delivered rows older than [retention] delivered and dead letters older
+    than dead_letter are deleted in bounded chunks, their attempt log with
+    them; younger rows stay. The latency ring keeps the newest [latency]
+    samples per endpoint (no cleanup needed) and the rollup reads only the
+    samples of the window. Rows are backdated from the test."""
     key = _cleanup_interval_key(tmp_path)
     slow_ok = os.environ.get("HOOKD_SLOW_TESTS") == "1"
     if not key and not slow_ok:
-        pytest.skip("the cleanup job's period is hard-coded to 60 s (src/writer.c writer_create: "
-                    "cron_add(\"cleanup\", 60000, ...)), no [retention] cleanup_interval: "
-                    "set HOOKD_SLOW_TESTS=1 to run this with a 60 s wait")
+        pytest.skip("no [retention] cleanup_interval: set HOOKD_SLOW_TESTS=1 to run this with a 60 s wait")
     rcv = receiver(200)
     rcv.set(400, "/dead")
-    extra = {"retention": {"delivered": "1m", "dead_letter": "1m", "chunk": 10}, "log": {"level": "debug"}}
+    extra = {"retention": {"delivered": "1m", "dead_letter": "1m", "chunk": 10},
+             "latency": {"samples": 100}, "log": {"level": "debug"}}
     if key:
         extra["retention"][key] = "200ms"
-    d = hookd(endpoints={"a": ep(rcv, "/a"), "dead": ep(rcv, "/dead")}, sections=sections(extra))
+    # the 400s would open dead's breaker at the 10th: not what this tests
+    d = hookd(endpoints={"a": ep(rcv, "/a"), "dead": ep(rcv, "/dead", failure_threshold=1000)},
+              sections=sections(extra))
     with d.client() as c:
         ids = [r["id"] for r in c.pipeline([{"op": "enqueue", "endpoint": "a", "payload": {"i": i}}
-                                            for i in range(40)])]
+                                            for i in range(130)])]
         dead = [r["id"] for r in c.pipeline([{"op": "enqueue", "endpoint": "dead", "payload": {"i": i}}
                                              for i in range(30)])]
     wait_all_done(d, ids + dead)
+    eid = {n: i for i, n in d.sql("SELECT id, name FROM endpoints")}
+
+    def ring(name):
+        return d.sql("SELECT slot, message_id FROM endpoint_latency WHERE endpoint_id = %d ORDER BY slot"
+                     % eid[name])
+    # a took 130 samples into 100 slots: the ring is full, each slot once,
+    # and the 30 it dropped are the oldest ones by settle time
+    ra = ring("a")
+    assert [s for s, _ in ra] == list(range(100)), ra
+    kept = {m for _, m in ra}
+    assert len(kept) == 100 and kept <= set(ids)
+    order = [m for (m,) in d.sql("SELECT message_id FROM delivery_attempts WHERE endpoint_id = %d "
+                                 "ORDER BY at, message_id" % eid["a"])]
+    assert len(order) == 130
+    newest_dropped = max(d.sql("SELECT at FROM delivery_attempts WHERE message_id IN (%s)"
+                               % ",".join(str(m) for m in set(ids) - kept)))[0]
+    oldest_kept = min(d.sql("SELECT measured_at FROM endpoint_latency WHERE endpoint_id = %d" % eid["a"]))[0]
+    assert newest_dropped <= oldest_kept
+    assert len(ring("dead")) == 30
+    assert d.sql("SELECT count(*) FROM delivery_attempts")[0][0] == 160
+
     day = 86400 * 1000
-    old_ids, young_ids = ids[:30], ids[30:]
+    old_ids, young_ids = ids[:120], ids[120:]
     rw_sql(d, "UPDATE webhook_queue SET delivered_at = delivered_at - 8 * %d WHERE id IN (%s)"
            % (day, ",".join(map(str, old_ids))))
     rw_sql(d, "UPDATE webhook_queue SET created_at = created_at - 31 * %d WHERE id IN (%s)"
            % (day, ",".join(map(str, dead[:25]))))
-    # The first cleanup runs one period after start; with the 60 s period
-    # rows made in the first second would be exactly 1m old by then and
-    # cross the cutoff while it runs: move the young ones 20 s ahead.
+    # With the 60 s period rows made in the first second would be exactly
+    # 1m old by the first cleanup and cross the cutoff while it runs: move
+    # the young ones 20 s ahead.
     young = ",".join(map(str, young_ids + dead[25:]))
     rw_sql(d, "UPDATE webhook_queue SET created_at = created_at + 20000, delivered_at = delivered_at + 20000 "
               "WHERE id IN (%s)" % young)
-    n_lat = d.sql("SELECT count(*) FROM endpoint_latency")[0][0]
-    assert n_lat == 70
-    rw_sql(d, "UPDATE endpoint_latency SET measured_at = measured_at - 2 * 3600 * 1000 WHERE id IN "
-              "(SELECT id FROM endpoint_latency ORDER BY id LIMIT 55)")
-    rw_sql(d, "UPDATE endpoint_latency SET measured_at = measured_at + 20000 WHERE id IN "
-              "(SELECT id FROM endpoint_latency ORDER BY id LIMIT -1 OFFSET 55)")
+    # out of the 24 h window: all but 10 of a's samples and 25 of dead's
+    rw_sql(d, "UPDATE endpoint_latency SET measured_at = measured_at - 25 * 3600 * 1000 "
+              "WHERE endpoint_id = %d AND slot >= 10" % eid["a"])
+    rw_sql(d, "UPDATE endpoint_latency SET measured_at = measured_at - 25 * 3600 * 1000 "
+              "WHERE endpoint_id = %d AND slot < 25" % eid["dead"])
     timeout = 10 if key else 75
+
     def counts():
-        return (d.sql("SELECT count(*) FROM webhook_queue")[0][0], d.sql("SELECT count(*) FROM endpoint_latency")[0][0])
+        return (d.sql("SELECT count(*) FROM webhook_queue")[0][0],
+                d.sql("SELECT count(*) FROM delivery_attempts")[0][0])
 
     try:
-        wait_until(lambda: counts() == (10 + 5, 15), timeout, interval=0.2, msg="old rows deleted")
+        wait_until(lambda: counts() == (15, 15), timeout, interval=0.2, msg="old rows deleted")
     except AssertionError:
-        raise AssertionError("(queue rows, latency rows) = %r, want (15, 15); log:\n%s"
+        raise AssertionError("(queue rows, attempt rows) = %r, want (15, 15); log:\n%s"
                              % (counts(), "\n".join(l for l in d.log().splitlines()
                                                     if "event=rollup" not in l and "event=health_summary" not in l)))
     left = {r[0] for r in d.sql("SELECT id FROM webhook_queue")}
     assert left == set(young_ids) | set(dead[25:]), left
+    assert {r[0] for r in d.sql("SELECT message_id FROM delivery_attempts")} == left
+    # the ring is not cleaned up: it is bounded by its slots
+    assert d.sql("SELECT count(*) FROM endpoint_latency")[0][0] == 130
     # the rollup only sees the window
     wait_until(lambda: sum(h[0] for h in d.sql("SELECT sample_count FROM endpoint_health")) == 15, 5,
                msg="rollup over the window")

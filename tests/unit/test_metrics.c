@@ -14,7 +14,8 @@
 
 static const struct store_endpoint_info sample_eps[] = {
     {.name = "alpha",
-     .h = {.state = BREAKER_CLOSED, .has_latency = 1, .p50_ms = 12, .p95_ms = 2500, .p99_ms = 10001, .sample_count = 40}},
+     .h = {.state = BREAKER_CLOSED, .has_latency = 1, .p50_ms = 12, .p95_ms = 2500, .p99_ms = 10001, .sample_count = 40,
+           .concurrency_limit = 32}},
     /* a name the config would refuse, to exercise escaping anyway */
     {.name = "we\"ird\\na\nme", .h = {.state = BREAKER_OPEN, .has_latency = 0, .sample_count = 0}},
     {.name = "probe",
@@ -94,6 +95,9 @@ static const char expected[] =
     "hookd_breaker_state{endpoint=\"alpha\"} 0\n"
     "hookd_breaker_state{endpoint=\"we\\\"ird\\\\na\\nme\"} 2\n"
     "hookd_breaker_state{endpoint=\"probe\"} 1\n"
+    "# HELP hookd_endpoint_concurrency_limit Requests that may be in flight to the endpoint now (the adaptive limit).\n"
+    "# TYPE hookd_endpoint_concurrency_limit gauge\n"
+    "hookd_endpoint_concurrency_limit{endpoint=\"alpha\"} 32\n"
     "# HELP hookd_endpoint_latency_seconds Attempt response time percentiles per endpoint over the latency window.\n"
     "# TYPE hookd_endpoint_latency_seconds gauge\n"
     "hookd_endpoint_latency_seconds{endpoint=\"alpha\",percentile=\"50\"} 0.012\n"

@@ -87,7 +87,7 @@ static int teardown(void **state)
 
 static void begin(struct fx *f)
 {
-    OK(f->w->ops->begin(f->w));
+    OK(f->w->ops->begin(f->w, 1));
 }
 
 static void commit(struct fx *f)
@@ -118,7 +118,7 @@ static int64_t put_endpoint(struct fx *f, const char *name, int from_config)
 
 static int64_t enqueue_at(struct fx *f, int64_t ep, const char *eid, int64_t now, int *dup)
 {
-    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, 0, 0};
+    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, 0, 0, 0};
 
     begin(f);
     OK(f->w->ops->enqueue(f->w, &e, 1, now));
@@ -161,7 +161,10 @@ static struct claimed claim(struct fx *f, int64_t ep, int64_t now, int limit)
 static int settle(struct fx *f, int64_t id, int64_t ep, enum store_verdict v, int attempts, int64_t at, int status,
                   int sample, const char *cls, const char *err)
 {
-    struct store_settle s = {id, ep, v, attempts, at + 1000, at, status, 42, sample, cls, err, -1};
+    /* a message's own id as its ring slot: unique in these small tests */
+    struct store_settle s = {.id = id, .endpoint_id = ep, .verdict = v, .attempts = attempts,
+                             .next_attempt_at = at + 1000, .at = at, .status_code = status, .response_ms = 42,
+                             .sample = sample, .ring_slot = id, .error_class = cls, .error = err, .applied = -1};
 
     begin(f);
     OK(f->w->ops->settle(f->w, &s, 1));
@@ -227,7 +230,7 @@ static void enqueue_dedups_per_endpoint(void **state)
     int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0);
     int dup;
     int64_t i1 = enqueue_at(f, a, "e1", T0, &dup), i2, i3;
-    struct store_enqueue two[2] = {{a, "e2", NULL, "[1]", 3, 5, 0, 0}, {a, "e2", NULL, "[2]", 3, 5, 0, 0}};
+    struct store_enqueue two[2] = {{a, "e2", NULL, "[1]", 3, 5, 0, 0, 0}, {a, "e2", NULL, "[2]", 3, 5, 0, 0, 0}};
 
     assert_false(dup);
     i2 = enqueue_at(f, a, "e1", T0 + 5, &dup);
@@ -443,24 +446,29 @@ static void expire_in_chunks(void **state)
                i < 3 ? NULL : "http_400", i < 3 ? NULL : "HTTP 400");
     }
     begin(f);
+    OK(f->w->ops->expire(f->w, EXPIRE_DELIVERED, T0 + 2, 1, &n));   /* a chunk of 1 of 2 */
+    assert_int_equal(n, 1);
     OK(f->w->ops->expire(f->w, EXPIRE_DELIVERED, T0 + 2, 10, &n));   /* delivered at T0, T0+1 */
-    assert_int_equal(n, 2);
-    OK(f->w->ops->expire(f->w, EXPIRE_ATTEMPTS, T0 + 100, 3, &n));   /* a chunk of 3 of 5 */
-    assert_int_equal(n, 3);
-    OK(f->w->ops->expire(f->w, EXPIRE_ATTEMPTS, T0 + 100, 3, &n));
-    assert_int_equal(n, 2);
+    assert_int_equal(n, 1);
     OK(f->w->ops->expire(f->w, EXPIRE_DEAD_LETTERS, T0 + 1, 10, &n));   /* created at T0 */
     assert_int_equal(n, 2);
     OK(f->w->ops->expire(f->w, EXPIRE_DEAD_LETTERS, T0 + 1, 10, &n));
     assert_int_equal(n, 0);
     commit(f);
+    /* the attempt log went with the messages; the one left keeps its own */
+    {
+        struct got g = get(f, 3);   /* the third message, delivered at T0 + 2 */
+        assert_true(g.found);
+        assert_int_equal(g.na, 1);
+        assert_false(get(f, 1).found);
+    }
 }
 
 static void rollback_undoes_everything(void **state)
 {
     struct fx *f = *state;
     int64_t a = put_endpoint(f, "a", 0), id;
-    struct store_enqueue e = {a, "rb", NULL, "{\"a\":1}", 7, 3, 0, 0};
+    struct store_enqueue e = {a, "rb", NULL, "{\"a\":1}", 7, 3, 0, 0, 0};
 
     id = enqueue_at(f, a, "kept", T0, NULL);
     begin(f);
@@ -470,7 +478,10 @@ static void rollback_undoes_everything(void **state)
     assert_int_equal(claim(f, a, T0, 10).n, 1);
     begin(f);
     OK(f->w->ops->settle(f->w,
-                         &(struct store_settle){id, a, SETTLE_DELIVERED, 1, 0, T0, 200, 5, 1, NULL, NULL, 0}, 1));
+                         &(struct store_settle){.id = id, .endpoint_id = a, .verdict = SETTLE_DELIVERED,
+                                                .attempts = 1, .at = T0, .status_code = 200, .response_ms = 5,
+                                                .sample = 1, .ring_slot = 0},
+                         1));
     f->w->ops->rollback(f->w);
     assert_string_equal(status_of(f, id), "in_flight");
 }
@@ -575,8 +586,11 @@ static void health_persists_and_rollups_read_back(void **state)
 {
     struct fx *f = *state;
     int64_t a = put_endpoint(f, "a", 0);
-    struct store_health h = {a, "https://hooks.example.com/in", BREAKER_OPEN, 10, 5, T0 - 5, T0 - 100, T0 - 5,
-                             600000, T0 - 900000, 0, 0, 0, 0, 0};
+    struct store_health h = {.endpoint_id = a, .endpoint_url = "https://hooks.example.com/in",
+                             .state = BREAKER_OPEN, .consecutive_failures = 10, .failure_threshold = 5,
+                             .last_failure_at = T0 - 5, .last_success_at = T0 - 100, .opened_at = T0 - 5,
+                             .cooldown_ms = 600000, .slow_since = T0 - 900000, .ring_next = 17,
+                             .concurrency_limit = 12};
     struct store_rollup r = {a, 1, 120, 900, 2500, 40, T0};
     struct store_health back = {0};
     struct eps x;
@@ -593,6 +607,8 @@ static void health_persists_and_rollups_read_back(void **state)
     assert_int_equal(back.opened_at, T0 - 5);
     assert_int_equal(back.cooldown_ms, 600000);
     assert_int_equal(back.slow_since, T0 - 900000);
+    assert_int_equal(back.ring_next, 17);
+    assert_int_equal(back.concurrency_limit, 12);
     assert_true(back.has_latency);
     assert_int_equal(back.p95_ms, 900);
     /* saving the breaker again does not lose the rollup */
@@ -639,6 +655,52 @@ static void latency_window_holds_only_real_responses(void **state)
     assert_int_equal(n, 3);
     OK(f->r->ops->latency_window(f->r, a, T0 + 1500, &buf, &cap, &n));
     assert_int_equal(n, 1);   /* only the one at T0 + 3000 */
+    free(buf);
+}
+
+/* A fixed slot per sample: writing a slot again replaces its sample, the
+ * ring size drops the slots above it, a deleted endpoint's ring goes. */
+static void latency_ring_replaces_and_trims(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), *buf = NULL, dead;
+    size_t cap = 0, n = 0;
+    int i;
+
+    for (i = 0; i < 6; i++) {
+        char e[8];
+        int64_t id;
+        struct store_settle s = {.endpoint_id = a, .verdict = SETTLE_DELIVERED, .attempts = 1, .status_code = 200,
+                                 .sample = 1};
+        snprintf(e, sizeof e, "r%d", i);
+        id = enqueue_at(f, a, e, T0, NULL);
+        claim(f, a, T0, 1);
+        s.id = id;
+        s.at = T0 + i;
+        s.response_ms = 100 + i;
+        s.ring_slot = i % 4;   /* a ring of 4: the last two replace slots 0 and 1 */
+        begin(f);
+        OK(f->w->ops->settle(f->w, &s, 1));
+        commit(f);
+    }
+    OK(f->r->ops->latency_window(f->r, a, T0, &buf, &cap, &n));
+    assert_int_equal(n, 4);
+    {
+        int64_t sum = 0;
+        for (size_t k = 0; k < n; k++)
+            sum += buf[k];
+        assert_int_equal(sum, 104 + 105 + 102 + 103);
+    }
+    begin(f);
+    OK(f->w->ops->latency_ring_size(f->w, 3));
+    commit(f);
+    OK(f->r->ops->latency_window(f->r, a, T0, &buf, &cap, &n));
+    assert_int_equal(n, 3);
+    begin(f);
+    OK(f->w->ops->endpoint_delete(f->w, a, T0 + 10, &dead));
+    commit(f);
+    OK(f->r->ops->latency_window(f->r, a, 0, &buf, &cap, &n));
+    assert_int_equal(n, 0);
     free(buf);
 }
 
@@ -742,6 +804,7 @@ static void stats_count_and_find_the_oldest(void **state)
         cmocka_unit_test_setup_teardown(endpoints_round_trip, setup, teardown),                \
         cmocka_unit_test_setup_teardown(health_persists_and_rollups_read_back, setup, teardown), \
         cmocka_unit_test_setup_teardown(latency_window_holds_only_real_responses, setup, teardown), \
+        cmocka_unit_test_setup_teardown(latency_ring_replaces_and_trims, setup, teardown),     \
         cmocka_unit_test_setup_teardown(dead_letters_group_by_class, setup, teardown),         \
         cmocka_unit_test_setup_teardown(stats_count_and_find_the_oldest, setup, teardown)
 
