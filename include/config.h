@@ -11,7 +11,7 @@
 
 #include "epdef.h"
 
-#define CONFIG_MAX_ENDPOINTS 4096
+#define CONFIG_MAX_ENDPOINTS 100000
 #define CONFIG_MAX_ADMIN 32
 
 enum cfg_check { CFG_CHECK_OFF = 0, CFG_CHECK_QUICK, CFG_CHECK_FULL, CFG_CHECK_AUTO };
@@ -73,6 +73,7 @@ struct config {
 
     struct ep_def *endpoints;
     size_t n_endpoints;
+    size_t endpoints_cap;     /* allocated */
 };
 
 /* Defaults only (no file). */

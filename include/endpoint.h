@@ -17,8 +17,7 @@ struct ep_conf {
     struct ep_def def;
     struct ep_settings eff;   /* effective settings (defaults applied) */
     uint64_t host_hash;       /* scheme://host:port of the URL: endpoints
-                               * sharing it share a delivery thread and so
-                               * its connections and per-host limit */
+                               * sharing it share max_host_connections */
     struct sign_key keys[SIGN_MAX_SECRETS];
     size_t nkeys;
 };

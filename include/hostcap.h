@@ -1,15 +1,14 @@
-/* hostcap.h - the per-host connection limit of one delivery thread.
+/* hostcap.h - the per-host connection limit of the delivery pool.
  *
- * Every endpoint of a host (scheme, name, port) is pinned to one delivery
- * thread, so counting that thread's transfers per host is the node's
- * count. A job over the limit waits here, in arrival order per host,
- * before it is handed to libcurl: curl's own CURLMOPT_MAX_HOST_CONNECTIONS
+ * Transfers are counted per host (scheme, name, port) over every delivery
+ * thread (the pool holds one hostcap under a mutex). A job over the limit
+ * waits here, in arrival order per host, before it is handed to libcurl: curl's own CURLMOPT_MAX_HOST_CONNECTIONS
  * queue would start the transfer's timeout while it waits, and the
  * partner would be charged with timeouts it never saw.
  *
  * Ownership: a job that waits is owned by the hostcap until
  * hostcap_release() or hostcap_drain() hands it back. Not thread safe
- * (one per delivery thread). No I/O. */
+ * (the caller locks). No I/O. */
 #ifndef HOOKD_HOSTCAP_H
 #define HOOKD_HOSTCAP_H
 #include <stddef.h>

@@ -39,6 +39,7 @@ struct endpoint {
     int64_t slow_since;          /* the slow scan lowered the failure threshold (0: no) */
     int64_t ring_next;           /* the next slot of its latency ring */
     int health_dirty;            /* breaker state to save this round */
+    int64_t health_saved_at;     /* wall ms of the last save (routine ones wait a second) */
     /* the registry's own */
     struct endpoint *next_id, *next_name;   /* hash chains */
     size_t slot;                 /* index in the dense array */
@@ -97,7 +98,9 @@ void registry_round_commit(struct registry *r);
 /* The endpoint's breaker state changed: save it with this round. */
 void registry_mark_health(struct registry *r, struct endpoint *e);
 /* Save the breaker state of the endpoints marked since the last commit. */
-int registry_save_health(struct registry *r, struct store *st);
+int registry_save_health(struct registry *r, struct store *st, int64_t now);
+/* routine health saves (no breaker change) at most this often per endpoint */
+#define HEALTH_SAVE_EVERY_MS 1000
 
 /* The failure threshold now: halved (at least 1) while the slow scan has
  * the endpoint marked slow, as the seed lowers it. */

@@ -69,15 +69,24 @@ static struct ep_def *endpoint_section(struct load_ctx *x, const char *name)
     struct ep_def *n;
     size_t i;
 
+    /* a section's keys come one after the other: its entry is the last
+     * one, and 10,000 endpoints must not cost a quadratic search */
+    if (c->n_endpoints && strcmp(c->endpoints[c->n_endpoints - 1].name, name) == 0)
+        return &c->endpoints[c->n_endpoints - 1];
     for (i = 0; i < c->n_endpoints; i++)
         if (strcmp(c->endpoints[i].name, name) == 0)
             return &c->endpoints[i];
     if (c->n_endpoints >= CONFIG_MAX_ENDPOINTS)
         return NULL;
-    n = realloc(c->endpoints, (c->n_endpoints + 1) * sizeof *n);
-    if (!n)
-        return NULL;
-    c->endpoints = n;
+    if (c->n_endpoints == c->endpoints_cap) {
+        size_t cap = c->endpoints_cap ? c->endpoints_cap * 2 : 16;
+        n = realloc(c->endpoints, cap * sizeof *n);
+        if (!n)
+            return NULL;
+        c->endpoints = n;
+        c->endpoints_cap = cap;
+    }
+    n = c->endpoints;
     ep_def_init(&n[c->n_endpoints]);
     util_strlcpy(n[c->n_endpoints].name, name, sizeof n[c->n_endpoints].name);
     return &n[c->n_endpoints++];

@@ -59,7 +59,6 @@ struct dthread {
     int64_t deadline_mono;              /* under mu */
     struct xfer *active;                /* thread only */
     struct xfer *spare;                 /* reusable easy handles */
-    struct hostcap *hc;                 /* per-host limit; thread only */
     int nactive;
     int epfd;                           /* the transfers' sockets */
     int wakefd;                         /* eventfd: new jobs or stop */
@@ -74,6 +73,11 @@ struct deliver {
     struct dthread *t;
     deliver_done_fn done;
     void *ctx;
+    /* the per-host limit over all threads: jobs are spread over the
+     * threads (one host's load uses every core), so the count is shared */
+    pthread_mutex_t hcmu;
+    struct hostcap *hc;                 /* under hcmu */
+    unsigned rr;                        /* atomic */
 };
 
 void djob_free(struct djob *j)
@@ -324,6 +328,18 @@ static void unlink_active(struct dthread *t, struct xfer *x)
     t->nactive--;
 }
 
+/* A slot of host h is free: the next job waiting for it, which takes it
+ * over (any thread may start it), or NULL. */
+static struct djob *host_release(struct deliver *d, uint64_t h)
+{
+    struct djob *j;
+
+    pthread_mutex_lock(&d->hcmu);
+    j = hostcap_release(d->hc, h);
+    pthread_mutex_unlock(&d->hcmu);
+    return j;
+}
+
 static void push(struct djob ***dtail, struct djob *j)
 {
     j->next = NULL;
@@ -340,14 +356,17 @@ static void run_counted(struct dthread *t, struct djob *j, int counted, struct d
         if (start_transfer(t, j, counted) == 0)
             return;
         push(dtail, j);
-        j = counted ? hostcap_release(t->hc, h) : NULL;
+        j = counted ? host_release(t->d, h) : NULL;
     }
 }
 
 static void launch(struct dthread *t, struct djob *j, struct djob ***dtail)
 {
-    int r = hostcap_admit(t->hc, j);
+    int r;
 
+    pthread_mutex_lock(&t->d->hcmu);
+    r = hostcap_admit(t->d->hc, j);
+    pthread_mutex_unlock(&t->d->hcmu);
     if (r != 1)
         run_counted(t, j, r == 0, dtail);
 }
@@ -462,7 +481,7 @@ static void collect_done(struct dthread *t, struct djob ***dtail)
         finish_transfer(t, x, m->data.result);
         push(dtail, j);
         if (counted)
-            run_counted(t, hostcap_release(t->hc, h), 1, dtail);
+            run_counted(t, host_release(t->d, h), 1, dtail);
     }
 }
 
@@ -487,7 +506,11 @@ static void *dthread_main(void *arg)
 
         if (stop) {
             /* nothing new starts: what waits for a host slot goes back */
-            for (j = hostcap_drain(t->hc); j; j = next) {
+            struct djob *waiting;
+            pthread_mutex_lock(&d->hcmu);
+            waiting = hostcap_drain(d->hc);
+            pthread_mutex_unlock(&d->hcmu);
+            for (j = waiting; j; j = next) {
                 next = j->next;
                 j->attempted = 0;
                 push(&dtail, j);
@@ -585,10 +608,14 @@ int deliver_start(struct deliver **out, const struct config *c, int nthreads, de
         return -1;
     }
     d->t = calloc((size_t)nthreads, sizeof *d->t);
-    if (!d->t) {
+    d->hc = hostcap_new((int)c->max_host_connections);
+    if (!d->t || !d->hc) {
+        hostcap_free(d->hc);
+        free(d->t);
         free(d);
         return -1;
     }
+    pthread_mutex_init(&d->hcmu, NULL);
     for (i = 0; i < nthreads; i++) {
         struct dthread *t = &d->t[i];
         t->d = d;
@@ -599,8 +626,7 @@ int deliver_start(struct deliver **out, const struct config *c, int nthreads, de
         t->epfd = epoll_create1(EPOLL_CLOEXEC);
         t->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         t->multi = curl_multi_init();
-        t->hc = hostcap_new((int)c->max_host_connections);
-        if (!t->multi || !t->hc || t->epfd < 0 || t->wakefd < 0)
+        if (!t->multi || t->epfd < 0 || t->wakefd < 0)
             goto fail;
         {
             struct epoll_event ev = {.events = EPOLLIN, .data.fd = t->wakefd};
@@ -651,12 +677,13 @@ void deliver_submit(struct deliver *d, struct djob *list)
         n = 64;
     for (i = 0; i < n; i++)
         tails[i] = &heads[i];
-    /* every endpoint of one host on one thread: its connections are
-     * reused across those endpoints and the thread's per-host connection
-     * limit is the host's limit; then one lock and one wakeup per thread */
+    /* spread jobs over the threads one by one, so a single busy host
+     * still uses every core (measured on 2 cores, 100k messages to one
+     * nginx: 17.3k/s against 12-15k/s with each host pinned to one
+     * thread); then one lock and one wakeup per thread */
     while (list) {
         struct djob *j = list;
-        unsigned k = (unsigned)((j->ep->host_hash >> 7) % (uint64_t)n);
+        unsigned k = __atomic_fetch_add(&d->rr, 1, __ATOMIC_RELAXED) % (unsigned)n;
         list = j->next;
         j->next = NULL;
         *tails[k] = j;
@@ -707,7 +734,6 @@ void deliver_free(struct deliver *d)
         }
         if (t->multi)
             curl_multi_cleanup(t->multi);
-        hostcap_free(t->hc);
         if (t->epfd >= 0)
             close(t->epfd);
         if (t->wakefd >= 0)
@@ -715,5 +741,7 @@ void deliver_free(struct deliver *d)
         pthread_mutex_destroy(&t->mu);
     }
     free(d->t);
+    hostcap_free(d->hc);
+    pthread_mutex_destroy(&d->hcmu);
     free(d);
 }

@@ -1,5 +1,5 @@
-/* hostcap.c - per-host transfer counts and waiting lines of one delivery
- * thread (see hostcap.h). */
+/* hostcap.c - per-host transfer counts and waiting lines of the delivery
+ * pool (see hostcap.h). */
 #include "hostcap.h"
 #include "deliver.h"
 

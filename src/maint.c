@@ -86,7 +86,7 @@ void maint_slow_scan(struct maint *m, int64_t now)
     }
     if (!changed)
         return;
-    if (m->st->ops->begin(m->st, 0) < 0 || registry_save_health(r, m->st) < 0 || m->st->ops->commit(m->st) < 0) {
+    if (m->st->ops->begin(m->st, 0) < 0 || registry_save_health(r, m->st, now) < 0 || m->st->ops->commit(m->st) < 0) {
         failed(m, "slow_scan");
         registry_round_undo(r);
         return;

@@ -319,7 +319,7 @@ void registry_mark_health(struct registry *r, struct endpoint *e)
     e->health_dirty = 1;
 }
 
-int registry_save_health(struct registry *r, struct store *st)
+int registry_save_health(struct registry *r, struct store *st, int64_t now)
 {
     struct store_health h;
     size_t i;
@@ -333,6 +333,7 @@ int registry_save_health(struct registry *r, struct store *st)
             return -1;
         registry_touch(r, e);
         e->health_dirty = 0;
+        e->health_saved_at = now;
     }
     return 0;
 }

@@ -90,6 +90,7 @@ static int endpoint_effects(struct registry *r, struct store *st, struct endpoin
                             const struct settle_row *row, int64_t now)
 {
     struct breaker_transition t;
+    uint32_t fails;
 
     registry_touch(r, e);
     e->in_flight--;
@@ -110,9 +111,15 @@ static int endpoint_effects(struct registry *r, struct store *st, struct endpoin
         log_warn("endpoint_paused", "endpoint=%s reason=\"410 Gone\" message_id=%lld", e->conf->def.name,
                  (long long)j->id);
     }
+    fails = e->br.consecutive_failures;
     breaker_record(&e->br, &e->bcfg, row->outcome == OUTCOME_DELIVERED, j->probe, endpoint_threshold(e), now, &t);
     registry_log_transition(r, e, &t, now);
-    registry_mark_health(r, e);
+    /* a breaker change is saved in this round's transaction; the rest of
+     * the health row (last_success_at, the ring's next slot, the adaptive
+     * limit) at most once a second: one upsert per endpoint per round
+     * would cost more than the deliveries' own rows with 100 endpoints */
+    if (t.from != t.to || e->br.consecutive_failures != fails || now - e->health_saved_at >= HEALTH_SAVE_EVERY_MS)
+        registry_mark_health(r, e);
     if (t.to == BREAKER_CLOSED && t.from != BREAKER_CLOSED)
         e->next_due = 0;
     return 0;

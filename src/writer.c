@@ -144,7 +144,7 @@ static void writer_round(struct writer *w, struct req *reqs, struct djob *result
     if (st->ops->begin(st, batch != NULL) < 0 || settle_results(&w->reg, st, results, now) < 0 ||
         (batch && intake_batch(&w->reg, st, &batch, &answered, &claimed, now, util_mono_ms()) < 0) ||
         (claiming && dispatch_claim(&w->reg, st, now, util_mono_ms(), w->c->claim_batch, &claimed) < 0) ||
-        registry_save_health(&w->reg, st) < 0 || st->ops->commit(st) < 0) {
+        registry_save_health(&w->reg, st, now) < 0 || st->ops->commit(st) < 0) {
         round_failed(w, batch, answered, results, claimed);
         return;
     }
@@ -185,6 +185,28 @@ static void wait_for_work(struct writer *w)
         ts.tv_nsec = (long)(until % 1000) * 1000000L;
         pthread_cond_timedwait(&w->cv, &w->mu, &ts);
     }
+}
+
+/* Routine health fields (the ring's next slot, last_success_at, the
+ * adaptive limit) are saved at most once a second while running: at a
+ * clean stop every endpoint's row is brought up to date. */
+static void save_all_health(struct writer *w)
+{
+    struct store *st = w->st;
+    size_t i;
+
+    registry_round_begin(&w->reg);
+    for (i = 0; i < w->reg.n; i++)
+        registry_mark_health(&w->reg, w->reg.v[i]);
+    if (st->ops->begin(st, 1) < 0 || registry_save_health(&w->reg, st, util_now_ms()) < 0 ||
+        st->ops->commit(st) < 0) {
+        log_warn("health_not_saved", "err=\"%s\" note=\"breaker states were saved as they changed\"",
+                 st->errmsg);
+        st->ops->rollback(st);
+        registry_round_undo(&w->reg);
+        return;
+    }
+    registry_round_commit(&w->reg);
 }
 
 static void *writer_main(void *arg)
@@ -261,8 +283,10 @@ static void *writer_main(void *arg)
             pthread_mutex_lock(&w->mu);
             int empty = !w->inbox && !w->results;
             pthread_mutex_unlock(&w->mu);
-            if (empty && w->reg.in_flight <= 0)
+            if (empty && w->reg.in_flight <= 0) {
+                save_all_health(w);
                 break;
+            }
         }
     }
     return NULL;
@@ -391,6 +415,7 @@ void writer_reload(struct writer *w, struct config *c)
     w->reload_pending = 1;
     c->endpoints = NULL;
     c->n_endpoints = 0;
+    c->endpoints_cap = 0;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
 }

@@ -291,6 +291,29 @@ def test_breaker_trip_with_many_in_flight_logs_once_then_silent(hookd, receiver)
     assert transitions(d, "a") == [("closed", "open"), ("open", "half_open"), ("half_open", "closed")]
 
 
+def test_breaker_storm_is_summarised_not_logged_line_by_line(hookd):
+    """40 endpoints whose connections are refused open their breakers
+    (failure_threshold 1) within a second: 20 breaker_transition lines,
+    then one breaker_transitions line counting the other 20 when the 10 s
+    window ends. Every breaker is open all the same."""
+    from conftest import free_port
+    port = free_port()   # nothing listens there
+    eps = {"p%02d" % i: {"url": "http://127.0.0.1:%d/p%d" % (port, i), "failure_threshold": 1,
+                         "max_attempts": 1} for i in range(40)}
+    d = hookd(endpoints=eps, sections=sections())
+    with d.client() as c:
+        ids = [r["id"] for r in c.pipeline([{"op": "enqueue", "endpoint": "p%02d" % i, "payload": {"i": i}}
+                                            for i in range(40)])]
+    wait_all_done(d, ids)
+    wait_until(lambda: all(state(d, "p%02d" % i) == "open" for i in range(40)), 10, msg="40 breakers open")
+    summary = wait_until(lambda: events(d, "breaker_transitions"), 15, msg="the summary line")
+    lines = events(d, "breaker_transition")
+    assert len(lines) == 20, len(lines)
+    assert len(summary) == 1, summary
+    assert summary[0]["held_back"] == "20" and summary[0]["to_open"] == "20", summary[0]
+    assert summary[0]["to_closed"] == "0" and summary[0]["to_half_open"] == "0"
+
+
 def test_breaker_cooldown_doubles_caps_and_resets_each_transition_logged_once(hookd, receiver):
     """Failed probes double the cooldown up to max_cooldown; a success closes;
     a fresh trip starts again at the base cooldown. Every transition is

@@ -131,7 +131,7 @@ static struct djob *claim(struct fx *f, int64_t budget)
     registry_round_begin(&f->reg);
     OK(f->st->ops->begin(f->st, 1));
     OK(dispatch_claim(&f->reg, f->st, f->now, f->mono, budget, &jobs));
-    OK(registry_save_health(&f->reg, f->st));
+    OK(registry_save_health(&f->reg, f->st, f->now));
     OK(f->st->ops->commit(f->st));
     registry_round_commit(&f->reg);
     return jobs;
@@ -166,7 +166,7 @@ static void settle(struct fx *f, struct djob *list)
     registry_round_begin(&f->reg);
     OK(f->st->ops->begin(f->st, 1));
     OK(settle_results(&f->reg, f->st, list, f->now));
-    OK(registry_save_health(&f->reg, f->st));
+    OK(registry_save_health(&f->reg, f->st, f->now));
     OK(f->st->ops->commit(f->st));
     registry_round_commit(&f->reg);
     while (list) {
@@ -503,7 +503,7 @@ static void failed_commit_undoes_the_round(void **state)
     registry_round_begin(&f->reg);
     OK(f->st->ops->begin(f->st, 1));
     OK(settle_results(&f->reg, f->st, jobs, f->now));
-    OK(registry_save_health(&f->reg, f->st));
+    OK(registry_save_health(&f->reg, f->st, f->now));
     assert_int_equal(f->st->ops->commit(f->st), -1);
     assert_int_equal(f->st->errc, STORE_E_FULL);
     f->st->ops->rollback(f->st);
