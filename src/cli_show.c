@@ -317,6 +317,7 @@ void cli_show_endpoints(const cJSON *r, const struct args *a)
         {"PENDING", "pending", "queue", 'v', 0},
         {"RETRY", "failed", "queue", 'v', 0},
         {"INFLIGHT", "in_flight", "queue", 'v', 0},
+        {"LIMIT", "concurrency_limit", NULL, 'v', 0},
         {"DEAD", "dead_letter", "queue", 'v', 0},
         {"PAUSED", "paused", NULL, 'v', 0},
         {"URL", "url", NULL, 'v', 0},
