@@ -539,6 +539,10 @@ class Receiver:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body are two writes: with Nagle the body waits for
+            # the ACK of the headers, which hookd's side delays by 40 ms, and
+            # every reply on a kept-alive connection takes 40 ms
+            disable_nagle_algorithm = True
 
             def log_message(self, *a):
                 pass
