@@ -326,7 +326,11 @@ int db_open_writer(const struct config *c, sqlite3 **out, char *err, size_t errl
     st = NULL;
     if (db_exec(db, sync_sql[c->synchronous]) < 0 || set_cache(db, c) < 0 ||
         db_exec(db, "PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;"
-                    "PRAGMA wal_autocheckpoint = 1000") < 0) {
+                    "PRAGMA wal_autocheckpoint = 1000;"
+                    /* a log restarted from its start keeps the file's old
+                     * length unless told: after a reader held it for
+                     * minutes the -wal would stay hundreds of MB for good */
+                    "PRAGMA journal_size_limit = 16777216") < 0) {
         snprintf(err, errlen, "%s: cannot set pragmas: %s", c->db_path, sqlite3_errmsg(db));
         goto fail;
     }
