@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <libgen.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -284,6 +285,15 @@ fail:
     return -1;
 }
 
+/* Before the first connection. SQLite's memory statistics take a global
+ * mutex on every allocation of every connection; hookd never reads them. */
+static pthread_once_t sqlite_once = PTHREAD_ONCE_INIT;
+
+static void sqlite_setup(void)
+{
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 int db_open_writer(const struct config *c, sqlite3 **out, char *err, size_t errlen)
 {
     static const char *const sync_sql[] = {"PRAGMA synchronous = OFF", "PRAGMA synchronous = NORMAL",
@@ -298,6 +308,7 @@ int db_open_writer(const struct config *c, sqlite3 **out, char *err, size_t errl
         return -1;
     side_note(&sf, c->db_path);
     refused = 1;
+    pthread_once(&sqlite_once, sqlite_setup);
     rc = sqlite3_open_v2(c->db_path, &db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
@@ -352,6 +363,7 @@ int db_open_reader(const struct config *c, sqlite3 **out, char *err, size_t errl
     int rc;
 
     *out = NULL;
+    pthread_once(&sqlite_once, sqlite_setup);
     rc = sqlite3_open_v2(c->db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         snprintf(err, errlen, "%s: cannot open read-only: %s", c->db_path,
