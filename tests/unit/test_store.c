@@ -269,7 +269,7 @@ static void claim_takes_due_rows_oldest_first(void **state)
     assert_true(at == INT64_MAX);
     /* the limit holds */
     for (int i = 0; i < 5; i++) {
-        char e[8];
+        char e[16];
         snprintf(e, sizeof e, "l%d", i);
         enqueue_at(f, a, e, T0 + 200, NULL);
     }
@@ -437,7 +437,7 @@ static void expire_in_chunks(void **state)
     int i;
 
     for (i = 0; i < 5; i++) {
-        char e[8];
+        char e[16];
         int64_t id;
         snprintf(e, sizeof e, "m%d", i);
         id = enqueue_at(f, a, e, T0, NULL);
@@ -642,7 +642,7 @@ static void latency_window_holds_only_real_responses(void **state)
     int i;
 
     for (i = 0; i < 4; i++) {
-        char e[8];
+        char e[16];
         int64_t id;
         snprintf(e, sizeof e, "m%d", i);
         id = enqueue_at(f, a, e, T0, NULL);
@@ -668,7 +668,7 @@ static void latency_ring_replaces_and_trims(void **state)
     int i;
 
     for (i = 0; i < 6; i++) {
-        char e[8];
+        char e[16];
         int64_t id;
         struct store_settle s = {.endpoint_id = a, .verdict = SETTLE_DELIVERED, .attempts = 1, .status_code = 200,
                                  .sample = 1};
@@ -731,7 +731,7 @@ static void dead_letters_group_by_class(void **state)
 
     /* three 503s with three bodies, one 500: one group, class http_503 */
     for (i = 0; i < 4; i++) {
-        char e[8], msg[64];
+        char e[16], msg[64];
         int64_t id;
         snprintf(e, sizeof e, "a%d", i);
         snprintf(msg, sizeof msg, "HTTP %d: body %d", i == 3 ? 500 : 503, i);
