@@ -53,7 +53,7 @@ static const struct cfg_def cfg_table[] = {
     {"server", "max_clients", T_INT, C(max_clients), 1, 1000000, "10000", "concurrent socket clients", NULL},
 
     {"delivery", "workers", T_INT, C(workers), 0, 64, "0", "delivery threads; 0 = number of cores", NULL},
-    {"delivery", "max_in_flight_per_endpoint", T_INT, D(max_in_flight), 1, 100000, "32", "most concurrent requests per endpoint (the adaptive limit stays under it)", NULL},
+    {"delivery", "max_in_flight_per_endpoint", T_INT, D(max_in_flight), 1, 100000, "64", "most concurrent requests per endpoint (the adaptive limit stays under it)", NULL},
     {"delivery", "adaptive", T_BOOL, D(adaptive), 0, 1, "yes", "adapt each endpoint's concurrency (no: always max_in_flight)", NULL},
     {"delivery", "max_host_connections", T_INT, C(max_host_connections), 1, 100000, "256", "most connections to one host (scheme, name and port) from this node", NULL},
     {"delivery", "max_in_flight_total", T_INT, C(max_in_flight_total), 1, 1000000, "1024", "most requests in flight over all endpoints (bounds memory)", NULL},

@@ -225,8 +225,8 @@ def test_endpoints(cli_daemon):
                                 "PENDING", "RETRY", "INFLIGHT", "LIMIT", "DEAD", "PAUSED", "URL"]
     row = [l.split() for l in lines[1:] if l.split()[0] == "a"]
     assert row and row[0][-1] == "http://127.0.0.1:9/hook"
-    # the adaptive concurrency limit: a whole number from 1 to the cap (32)
+    # the adaptive concurrency limit: a whole number from 1 to the cap (64)
     # once the endpoint has a health row, "-" before
     limit = row[0][lines[0].split().index("LIMIT")]
-    assert limit == "-" or 1 <= int(limit) <= 32, limit
+    assert limit == "-" or 1 <= int(limit) <= 64, limit
     assert SECRET not in r.stdout

@@ -237,10 +237,10 @@ def test_breaker_default_threshold_exactly_10_then_silent_then_one_probe(hookd, 
 
 
 def test_dead_endpoint_gets_exactly_failure_threshold_requests(hookd, receiver):
-    """With the defaults (adaptive concurrency, max_in_flight 32), 30 queued
+    """With the defaults (adaptive concurrency, max_in_flight 64), 30 queued
     messages to an endpoint that fails: it sees exactly failure_threshold
     (10) requests, one at a time, before its breaker opens, as the seed's
-    design does; not a burst of 32."""
+    design does; not a burst of 64."""
     rcv = receiver(Reply(500, delay=0.05))
     d = hookd(endpoints={"a": ep(rcv, max_attempts=1000, base_delay="1ms", max_delay="10ms")},
               sections=sections({"breaker": {"cooldown": "30s"}}))
@@ -255,7 +255,7 @@ def test_dead_endpoint_gets_exactly_failure_threshold_requests(hookd, receiver):
 
 
 def test_breaker_trip_with_many_in_flight_logs_once_then_silent(hookd, receiver):
-    """30 messages in flight at once (fixed concurrency, max_in_flight 32)
+    """30 messages in flight at once (fixed concurrency, max_in_flight 64)
     all fail: the breaker opens at the 10th failure and the 20 late
     failures do not open it again (one transition logged); nothing more is
     sent during the cooldown; then one probe, alone."""

@@ -43,7 +43,7 @@ static void test_defaults(void **st)
     assert_string_equal(c.db_path, "./var/hookd.db");
     assert_int_equal(c.synchronous, CFG_SYNC_FULL);
     assert_int_equal(c.max_payload, 256 * 1024);
-    assert_int_equal(c.dflt.max_in_flight, 32);
+    assert_int_equal(c.dflt.max_in_flight, 64);
     assert_int_equal(c.dflt.timeout_ms, 15000);
     assert_int_equal(c.dflt.connect_timeout_ms, 5000);
     assert_int_equal(c.dflt.base_delay_ms, 30000);
@@ -149,7 +149,7 @@ static void test_endpoints(void **st)
     eff = ep_settings_effective(&c.endpoints[0].s, &c.dflt);
     assert_int_equal(eff.timeout_ms, 2000);
     assert_int_equal(eff.max_attempts, 7);   /* inherited */
-    assert_int_equal(eff.max_in_flight, 32);
+    assert_int_equal(eff.max_in_flight, 64);
     config_free(&c);
 }
 
