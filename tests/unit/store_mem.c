@@ -133,7 +133,8 @@ static void state_copy(struct mem_state *d, const struct mem_state *s)
     d->ring = calloc(s->nring + 1, sizeof *d->ring);
     if (!d->msg || !d->att || !d->ep || !d->hl || !d->ring)
         abort();
-    memcpy(d->ring, s->ring, s->nring * sizeof *s->ring);
+    if (s->nring)   /* an empty ring is NULL: memcpy must not see it */
+        memcpy(d->ring, s->ring, s->nring * sizeof *s->ring);
     for (i = 0; i < s->nmsg; i++) {
         struct mem_msg *m = &d->msg[i];
         *m = s->msg[i];
