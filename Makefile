@@ -79,7 +79,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 # Build and test packages; `deps` installs only what is missing.
 DEB_BUILD_DEPS := gcc make libc6-dev pkg-config libsqlite3-dev libcurl4-openssl-dev \
                   libmbedtls-dev libcjson-dev libinih-dev
-DEB_TEST_DEPS  := libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus
+DEB_TEST_DEPS  := libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus php-cli nodejs
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: all deps run test unit integration asan tsan clean bench check-deps
