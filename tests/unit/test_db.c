@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "db.h"
+#include "schema_sql.h"
 
 static char dir[64];
 static struct config cfg;
@@ -160,12 +161,85 @@ static void test_foreign_or_garbage_refused(void **st)
     free(after);
 }
 
+static int64_t one_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *s;
+    int64_t v = -1;
+
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+    if (sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+/* How many OpenEphemeral opcodes a statement runs: a CHECK written as
+ * IN (three or more constants) builds a temporary index each time. */
+static int ephemerals(sqlite3 *db, const char *sql)
+{
+    char explain[512];
+    sqlite3_stmt *s;
+    int n = 0;
+
+    snprintf(explain, sizeof explain, "EXPLAIN %s", sql);
+    assert_int_equal(sqlite3_prepare_v2(db, explain, -1, &s, NULL), SQLITE_OK);
+    while (sqlite3_step(s) == SQLITE_ROW)
+        n += strcmp((const char *)sqlite3_column_text(s, 1), "OpenEphemeral") == 0;
+    sqlite3_finalize(s);
+    return n;
+}
+
+static void test_v4_to_v5_keeps_rows_counter_and_checks(void **st)
+{
+    static const char ins[] = "INSERT INTO webhook_queue (endpoint_id, event_id, payload, created_at, next_attempt_at) "
+                              "VALUES (1, 'e4', '{}', 1, 1)";
+    char sub[96], err[512];
+    sqlite3 *db;
+    int i;
+
+    (void)st;
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    assert_int_equal(mkdir(sub, 0750), 0);
+    assert_int_equal(sqlite3_open(cfg.db_path, &db), SQLITE_OK);
+    for (i = 0; i < 4; i++)
+        assert_int_equal(db_exec(db, schema_sql[i]), 0);
+    assert_int_equal(db_exec(db, "PRAGMA user_version = 4;"
+                                 "INSERT INTO webhook_queue (endpoint_id, event_id, payload, status, created_at, "
+                                 "next_attempt_at) VALUES (1, 'e1', '{\"a\":1}', 'delivered', 1, 1), "
+                                 "(1, 'e2', '{}', 'failed', 1, 1), (1, 'e3', '{}', 'pending', 1, 1);"
+                                 "DELETE FROM webhook_queue WHERE id = 3;"
+                                 "INSERT INTO endpoint_health (endpoint_id, endpoint_url, state, ring_next) "
+                                 "VALUES (1, 'http://x/', 'open', 7)"),
+                     0);
+    assert_true(ephemerals(db, ins) > 0);   /* what version 5 is for */
+    sqlite3_close(db);
+
+    assert_int_equal(db_open_writer(&cfg, &db, err, sizeof err), 0);
+    assert_int_equal(version_of(db), 5);
+    assert_int_equal(one_int(db, "SELECT count(*) FROM webhook_queue"), 2);
+    assert_int_equal(one_int(db, "SELECT count(*) FROM webhook_queue WHERE payload = '{\"a\":1}' "
+                                 "AND status = 'delivered'"), 1);
+    assert_int_equal(one_int(db, "SELECT ring_next FROM endpoint_health WHERE state = 'open'"), 7);
+    /* the deleted id 3 is not handed out again */
+    assert_int_equal(db_exec(db, ins), 0);
+    assert_int_equal(sqlite3_last_insert_rowid(db), 4);
+    assert_int_equal(ephemerals(db, ins), 0);
+    assert_int_equal(ephemerals(db, "UPDATE webhook_queue SET status = 'in_flight' WHERE id = 4"), 0);
+    /* the checks still refuse what they refused */
+    assert_int_not_equal(db_exec(db, "UPDATE webhook_queue SET status = 'lost' WHERE id = 4"), 0);
+    assert_int_not_equal(db_exec(db, "UPDATE endpoint_health SET state = 'ajar'"), 0);
+    assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_queue_%'"), 5);
+    assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'"), 1);
+    db_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_fresh_and_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_schema_refused_untouched, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign_or_garbage_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v4_to_v5_keeps_rows_counter_and_checks, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
