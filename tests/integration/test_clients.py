@@ -103,21 +103,31 @@ class FakeHookd:
         self.acked = []            # event ids, in the order first acked
         self.seen = []             # every request's event id
         self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.conns = []
         self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.srv.bind(self.path)
         self.srv.listen(16)
+        # a timeout, not close() from another thread, ends accept(): a
+        # closed descriptor's number is reused by the next socket the test
+        # process opens, and an accept() still looping on it would take
+        # that socket's connections (a later test's HTTP receiver)
+        self.srv.settimeout(0.05)
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
     def _serve(self):
-        while True:
+        while not self.stop.is_set():
             try:
                 conn, _ = self.srv.accept()
-            except OSError:
-                return
+            except socket.timeout:
+                continue
+            conn.settimeout(30)
             with self.lock:
                 actions = self.script.pop(0) if self.script else []
-            threading.Thread(target=self._conn, args=(conn, actions), daemon=True).start()
+            t = threading.Thread(target=self._conn, args=(conn, actions), daemon=True)
+            self.conns.append(t)
+            t.start()
 
     def _conn(self, conn, actions):
         f = conn.makefile("rb")
@@ -145,6 +155,12 @@ class FakeHookd:
             conn.close()
 
     def close(self):
+        """After the client exited: its connections are at EOF."""
+        self.stop.set()
+        self.thread.join(10)
+        for t in self.conns:
+            t.join(10)
+        assert not self.thread.is_alive() and not any(t.is_alive() for t in self.conns)
         self.srv.close()
 
 
