@@ -24,6 +24,8 @@ int db_open_reader(const struct config *c, sqlite3 **out, char *err, size_t errl
 void db_close(sqlite3 *db);
 
 int db_exec(sqlite3 *db, const char *sql);
+/* PRAGMA synchronous at a configuration level (enum cfg_sync order) */
+int db_set_synchronous(sqlite3 *db, int level);
 int db_begin(sqlite3 *db);     /* BEGIN IMMEDIATE */
 int db_commit(sqlite3 *db);
 void db_rollback(sqlite3 *db); /* no-op outside a transaction */

@@ -82,6 +82,14 @@ static int set_cache(sqlite3 *db, const struct config *c)
     return db_exec(db, sql);
 }
 
+int db_set_synchronous(sqlite3 *db, int level)
+{
+    static const char *const sql[] = {"PRAGMA synchronous = OFF", "PRAGMA synchronous = NORMAL",
+                                      "PRAGMA synchronous = FULL", "PRAGMA synchronous = EXTRA"};
+
+    return sqlite3_exec(db, sql[level], NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+}
+
 int db_begin(sqlite3 *db)
 {
     return db_exec(db, "BEGIN IMMEDIATE");
@@ -296,8 +304,6 @@ static void sqlite_setup(void)
 
 int db_open_writer(const struct config *c, sqlite3 **out, char *err, size_t errlen)
 {
-    static const char *const sync_sql[] = {"PRAGMA synchronous = OFF", "PRAGMA synchronous = NORMAL",
-                                           "PRAGMA synchronous = FULL", "PRAGMA synchronous = EXTRA"};
     struct side_files sf;
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
@@ -335,7 +341,7 @@ int db_open_writer(const struct config *c, sqlite3 **out, char *err, size_t errl
     }
     sqlite3_finalize(st);
     st = NULL;
-    if (db_exec(db, sync_sql[c->synchronous]) < 0 || set_cache(db, c) < 0 ||
+    if (db_set_synchronous(db, c->synchronous) < 0 || set_cache(db, c) < 0 ||
         db_exec(db, "PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;"
                     "PRAGMA wal_autocheckpoint = 1000;"
                     /* a log restarted from its start keeps the file's old

@@ -364,7 +364,7 @@ void registry_log_transition(struct registry *r, const struct endpoint *e, const
         return;
     registry_log_flush(r, now);
     if (!log_budget_take(&r->tlog, now)) {
-        if ((unsigned)t->to < 3)
+        if ((size_t)t->to < sizeof r->held_to / sizeof r->held_to[0])
             r->held_to[t->to]++;
         return;
     }

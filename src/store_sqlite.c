@@ -18,15 +18,12 @@
  * per transaction, never above what the configuration asks for. */
 static int sq_begin(struct store *s, int durable)
 {
-    static const char *const sync_sql[] = {"PRAGMA synchronous = OFF", "PRAGMA synchronous = NORMAL",
-                                           "PRAGMA synchronous = FULL", "PRAGMA synchronous = EXTRA"};
     struct sq_store *q = (struct sq_store *)s;
     int level = durable || q->c->synchronous < CFG_SYNC_NORMAL ? q->c->synchronous : CFG_SYNC_NORMAL;
     int rc;
 
     if (level != q->sync_level) {
-        rc = sqlite3_exec(q->db, sync_sql[level], NULL, NULL, NULL);
-        if (rc != SQLITE_OK)
+        if (db_set_synchronous(q->db, level) < 0)
             return sq_fail(q, sqlite3_extended_errcode(q->db), "begin: synchronous");
         q->sync_level = level;
     }
