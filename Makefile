@@ -28,6 +28,8 @@ LIB_SRCS := \
 	src/retry_after.c \
 	src/sign.c \
 	src/netpolicy.c \
+	src/jpath.c \
+	src/tpl.c \
 	src/tbucket.c \
 	src/limiter.c \
 	src/hostcap.c \
@@ -39,6 +41,7 @@ LIB_SRCS := \
 	src/proto.c \
 	src/req.c \
 	src/endpoint.c \
+	src/postback.c \
 	src/counters.c \
 	src/metrics.c \
 	src/cron.c \

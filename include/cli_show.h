@@ -16,6 +16,7 @@ void cli_sanitize(const char *s, char *out, size_t n);
 void cli_show_ping(const cJSON *r, const struct args *a);
 void cli_show_send(const cJSON *r, const struct args *a);
 void cli_show_get(const cJSON *r, const struct args *a);
+void cli_show_attempts(const cJSON *r, const struct args *a);
 void cli_show_stats(const cJSON *r, const struct args *a);
 void cli_show_endpoints(const cJSON *r, const struct args *a);
 void cli_show_put(const cJSON *r, const struct args *a);

@@ -15,13 +15,13 @@
 #include "endpoint.h"
 #include "outcome.h"
 
-#define DJOB_SNIPPET 256
 
 struct djob {
     struct djob *next;
     int64_t id;              /* webhook_queue.id */
     struct ep_conf *ep;      /* reference held by the job */
     char *event_id;
+    char *event_type;        /* only for endpoints whose templates may use it */
     char *payload;
     size_t payload_len;
     int attempt_count;       /* before this attempt */
@@ -39,6 +39,8 @@ struct djob {
                               * is a latency sample (not for SSRF, DNS, connect) */
     int64_t retry_after_ms;  /* -1 when absent */
     int64_t started_at;      /* wall clock of the attempt */
+    char *sent_url;          /* as logged (masked); NULL: the endpoint's shown_url */
+    char *response;          /* the attempt log's excerpt of the body; NULL: none */
     int outcome;             /* set by the writer when settled: enum outcome, -1 untried */
 };
 

@@ -5,7 +5,9 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "outcome.h"
 #include "sign.h"
+#include "tpl.h"
 
 struct cJSON;
 
@@ -18,8 +20,20 @@ struct ep_conf {
     struct ep_settings eff;   /* effective settings (defaults applied) */
     uint64_t host_hash;       /* scheme://host:port of the URL: endpoints
                                * sharing it share max_host_connections */
-    struct sign_key keys[SIGN_MAX_SECRETS];
+    struct sign_key *keys;    /* nkeys, decoded from def.secrets */
     size_t nkeys;
+    /* how requests are built (see ep_request): plain = the signed JSON
+     * POST of a webhook to a URL without macros, the fast path */
+    int plain;
+    int body;                 /* enum ep_body, AUTO resolved */
+    struct tpl url_tpl;
+    struct tpl order_tpl;     /* nmacros 0: no ordering */
+    struct tpl_map *maps;     /* nmaps */
+    size_t nmaps;
+    int has_ok;
+    struct outcome_ok ok;     /* success_status */
+    char *shown_url;          /* the URL with masked query values (attempt
+                               * logs, listings) when it has no macro */
 };
 
 /* Build a snapshot (refs = 1). NULL on bad secrets or out of memory. */
@@ -32,6 +46,8 @@ void ep_conf_unref(struct ep_conf *e);
  * memory. */
 char *ep_json_strings(char *const *v, size_t n);
 char *ep_json_settings(const struct ep_settings *s);
+/* The overrides and the request keys of a definition: its stored form. */
+char *ep_json_overrides(const struct ep_def *d);
 /* Rebuild a definition from its stored form (validated as on input). */
 int ep_def_from_stored(struct ep_def *d, const char *name, const char *url, const char *secrets_json,
                        const char *headers_json, const char *event_types, const char *settings_json, int paused);

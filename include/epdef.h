@@ -43,29 +43,56 @@ struct ep_settings {
     int64_t burst;
 };
 
+/* How a delivery's request is built (affiliate postbacks): everything 0
+ * or NULL is the signed JSON POST of a webhook. */
+enum ep_method { EP_POST = 0, EP_GET, EP_PUT };
+enum ep_body { EP_BODY_AUTO = 0, EP_BODY_JSON, EP_BODY_FORM, EP_BODY_NONE };
+#define EP_MAPS_MAX 32
+#define EP_MASK_DEFAULT "token, key, secret, password, sig, signature, hash"
+struct ep_request {
+    int method;              /* enum ep_method */
+    int body;                /* enum ep_body; AUTO: json for POST/PUT, none for GET */
+    int macro_style;         /* enum tpl_style */
+    int on_missing_fail;
+    int sign_none;
+    char *success_status;    /* NULL: 200-299 */
+    char *success_body;      /* NULL: any body */
+    char *mask_params;       /* NULL: EP_MASK_DEFAULT */
+    char *ordering_key;      /* NULL: no ordering */
+    char **map_name;         /* nmaps of each (an endpoint per affiliate: */
+    char **map_spec;         /* 50,000 of these must stay small) */
+    size_t nmaps;
+};
+
 /* One endpoint as declared (INI section, endpoint.put, or the database). */
 struct ep_def {
     char name[ENDPOINT_NAME_MAX + 1];
     char *url;
     char *secrets[SIGN_MAX_SECRETS];   /* newest first */
     size_t nsecrets;
-    char *headers[ENDPOINT_MAX_HEADERS];  /* "Name: value" */
+    char **headers;                    /* "Name: value", nheaders of them */
     size_t nheaders;
     char *event_types;  /* normalised "a,b,c"; "*" = every type; NULL = none */
     int paused;
     struct ep_settings s;
+    struct ep_request rq;
 };
 
 void ep_def_init(struct ep_def *d);
 void ep_def_free(struct ep_def *d);
 int ep_def_copy(struct ep_def *dst, const struct ep_def *src);
 /* Set one key ("url", "secret", "header", "event_types", "max_attempts",
- * "timeout", "rate", ...). Repeatable keys (secret, header) append.
+ * "timeout", "rate", "method", "map.status", ...). Repeatable keys
+ * (secret, header) append.
  * Returns 0, or -1 with a reason in err (never echoing a secret). */
 int ep_def_set(struct ep_def *d, const char *key, const char *value, char *err, size_t errlen);
 /* After all keys: url present, secrets decodable, ... */
 int ep_def_validate(const struct ep_def *d, char *err, size_t errlen);
 int ep_name_valid(const char *name);
+/* For each request key that differs from the default: fn(key, value as
+ * text), the form ep_def_set reads back. */
+void ep_request_each(const struct ep_def *d, void (*fn)(void *ctx, const char *key, const char *val), void *ctx);
+const char *ep_method_name(int method);
 /* Does the endpoint subscribe to event_type? */
 int ep_def_wants(const struct ep_def *d, const char *event_type);
 

@@ -2,6 +2,7 @@
 #ifndef HOOKD_OUTCOME_H
 #define HOOKD_OUTCOME_H
 #include <stddef.h>
+#include <stdint.h>
 
 enum outcome {
     OUTCOME_DELIVERED = 0, /* 2xx */
@@ -19,11 +20,27 @@ enum errclass {
     ERRC_TIMEOUT,    /* connect or total timeout */
     ERRC_IO,         /* reset, broken pipe, empty or malformed reply */
     ERRC_BLOCKED,    /* address refused by the SSRF policy */
-    ERRC_INTERNAL    /* out of memory, curl misuse */
+    ERRC_INTERNAL,   /* out of memory, curl misuse */
+    ERRC_BODY_MISMATCH,     /* success status without the expected body (retried) */
+    ERRC_TEMPLATE_MISSING,  /* a macro had no value and on_missing = fail */
+    ERRC_TEMPLATE           /* a value the request cannot carry: never sent */
 };
+
+/* Which HTTP statuses count as delivered (an endpoint's success_status):
+ * "200-299" (the default), "200,204,302". Statuses 100..599. */
+struct outcome_ok {
+    uint64_t bits[8];
+};
+int outcome_ok_parse(const char *s, struct outcome_ok *ok, char *err, size_t errlen);
+int outcome_ok_has(const struct outcome_ok *ok, int status);
 
 /* http_status is 0 when no response was received (then errc says why). */
 enum outcome outcome_classify(int http_status, enum errclass errc);
+/* The same under an endpoint's own success statuses (NULL: 2xx). A
+ * status outside them keeps its usual meaning, except that a 2xx the
+ * endpoint did not list is a dead letter: it was answered, and sending
+ * it again would be answered the same. */
+enum outcome outcome_classify_ok(int http_status, enum errclass errc, const struct outcome_ok *ok);
 
 /* Map a CURLcode (passed as int so this header needs no curl.h). */
 enum errclass outcome_errclass_from_curl(int curlcode);

@@ -26,6 +26,7 @@ enum proto_op {
     OP_DEAD_LETTERS,
     OP_SLOW,
     OP_METRICS,
+    OP_ATTEMPTS,
     OP__COUNT
 };
 

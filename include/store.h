@@ -67,6 +67,9 @@ struct store_enqueue {
     const char *payload;         /* the exact bytes to send */
     size_t payload_len;
     int max_attempts;
+    const char *ordering_key;    /* NULL: unordered. A keyed row is claimed
+                                  * only after every older row of its
+                                  * endpoint and key is delivered or dead */
     int claim;                   /* stored in_flight, claimed now: the dispatcher
                                   * hands it to delivery straight away */
     int64_t id;                  /* out */
@@ -78,6 +81,7 @@ struct store_claimed {
     int64_t id;
     int64_t endpoint_id;
     const char *event_id;
+    const char *event_type;      /* NULL: none */
     const char *payload;
     size_t payload_len;
     int attempt_count;           /* attempts before this one */
@@ -110,6 +114,10 @@ struct store_settle {
     int64_t ring_slot;           /* sample: its slot in the endpoint's latency ring */
     const char *error_class;     /* stable failure class ("http_503", "timeout"); NULL on success */
     const char *error;           /* human detail, may hold a sanitised body excerpt */
+    /* the attempt log (NULL: none): the method, the URL as sent with its
+     * secrets masked, the start of the response with control characters
+     * escaped */
+    const char *method, *url, *response;
     int applied;                 /* out */
 };
 
@@ -183,6 +191,7 @@ struct store_attempt {
     int status_code;             /* 0: none */
     const char *error_class;     /* NULL: success */
     const char *detail;          /* NULL: none */
+    const char *method, *url, *response;   /* NULL: not recorded */
 };
 
 struct store_endpoint_info {
@@ -233,11 +242,14 @@ struct store_ops {
     int (*enqueue)(struct store *s, struct store_enqueue *v, size_t n, int64_t now);
     /* Up to limit due rows of one endpoint, oldest due first; each is
      * marked in_flight (claimed_at = now) and handed to fn. Returns the
-     * count through *n. */
-    int (*claim)(struct store *s, int64_t endpoint_id, int64_t now, int limit,
+     * count through *n. ordered (the endpoint has an ordering_key): a
+     * keyed row is skipped while an older row of its key is waiting or
+     * in flight; unordered endpoints do not pay for that test. */
+    int (*claim)(struct store *s, int64_t endpoint_id, int64_t now, int limit, int ordered,
                  int (*fn)(void *ctx, const struct store_claimed *row), void *ctx, int *n);
-    /* Earliest next_attempt_at of the endpoint's waiting rows; INT64_MAX if none. */
-    int (*next_due)(struct store *s, int64_t endpoint_id, int64_t *at);
+    /* Earliest next_attempt_at of the endpoint's claimable waiting rows
+     * (the same rule as claim); INT64_MAX if none. */
+    int (*next_due)(struct store *s, int64_t endpoint_id, int ordered, int64_t *at);
     int (*settle)(struct store *s, struct store_settle *v, size_t n);
     /* Matching rows back to pending with attempt_count 0. */
     int (*requeue)(struct store *s, const struct store_filter *f, int64_t now, int64_t *n);

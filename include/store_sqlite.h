@@ -24,7 +24,7 @@ int store_sqlite_open(const struct config *c, enum store_role role, struct store
 
 enum sq_stmt {
     /* writer */
-    SQ_INSERT, SQ_INSERT_CLAIMED, SQ_FIND, SQ_CLAIM, SQ_NEXT_DUE,
+    SQ_INSERT, SQ_INSERT_CLAIMED, SQ_FIND, SQ_CLAIM, SQ_NEXT_DUE, SQ_CLAIM_ORDERED, SQ_NEXT_DUE_ORDERED,
     SQ_DELIVERED, SQ_FAILED, SQ_DEAD, SQ_RELEASE, SQ_ATTEMPT, SQ_SAMPLE,
     SQ_HEALTH_SAVE, SQ_ROLLUP_SAVE,
     SQ_EXPIRE_DELIVERED, SQ_EXPIRE_DEAD,
@@ -73,9 +73,9 @@ const char *sq_health_select(void);
 /* The operations, by file. */
 int sq_recover(struct store *s, int64_t now, int64_t *n);
 int sq_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now);
-int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit,
+int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int ordered,
              int (*fn)(void *ctx, const struct store_claimed *row), void *ctx, int *n);
-int sq_next_due(struct store *s, int64_t endpoint_id, int64_t *at);
+int sq_next_due(struct store *s, int64_t endpoint_id, int ordered, int64_t *at);
 int sq_settle(struct store *s, struct store_settle *v, size_t n);
 int sq_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n);
 int sq_purge(struct store *s, const struct store_filter *f, int64_t *n);

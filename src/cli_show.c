@@ -263,7 +263,9 @@ void cli_show_get(const cJSON *r, const struct args *a)
         {"STATUS", "status_code", NULL, 'v', 0},
         {"RESPONSE", "response_ms", NULL, 'm', 0},
         {"ERROR", "error_class", NULL, 'v', 0},
-        {"DETAIL", "detail", NULL, 'v', 60},
+        {"DETAIL", "detail", NULL, 'v', 40},
+        {"METHOD", "method", NULL, 'v', 0},
+        {"URL (hookd attempts ID: whole)", "url", NULL, 'v', 50},
     };
     const cJSON *m = cli_jget(r, "message"), *at;
     char v[512];
@@ -278,6 +280,38 @@ void cli_show_get(const cJSON *r, const struct args *a)
         return;
     printf("\nattempts:\n");
     print_list(at, attempt_cols, sizeof attempt_cols / sizeof attempt_cols[0]);
+}
+
+/* One block per attempt: the URL and the response do not fit a column. */
+void cli_show_attempts(const cJSON *r, const struct args *a)
+{
+    const cJSON *at = cli_jget(r, "attempts"), *it;
+    char v[4096], w[64];
+    int n = 0;
+
+    (void)a;
+    cJSON_ArrayForEach(it, at) {
+        fmt_kind('t', cli_jget(it, "at"), w, sizeof w);
+        printf("%sattempt %d  %s\n", n ? "\n" : "", n + 1, w);
+        n++;
+        cli_fmt_val(cli_jget(it, "method"), v, sizeof v);
+        printf("  request   %s ", v);
+        cli_fmt_val(cli_jget(it, "url"), v, sizeof v);
+        printf("%s\n", v);
+        cli_fmt_val(cli_jget(it, "status_code"), v, sizeof v);
+        fmt_kind('m', cli_jget(it, "response_ms"), w, sizeof w);
+        printf("  status    %s in %s\n", v, w);
+        cli_fmt_val(cli_jget(it, "error_class"), v, sizeof v);
+        if (v[0] && strcmp(v, "-") != 0) {
+            printf("  error     %s", v);
+            cli_fmt_val(cli_jget(it, "detail"), v, sizeof v);
+            printf(": %s\n", v);
+        }
+        cli_fmt_val(cli_jget(it, "response"), v, sizeof v);
+        printf("  response  %s\n", v);
+    }
+    if (!n)
+        printf("no attempts yet\n");
 }
 
 void cli_show_stats(const cJSON *r, const struct args *a)

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "netpolicy.h"
 #include "settings.h"
+#include "tpl.h"
 #include "util.h"
 
 #include <grp.h>
@@ -46,7 +47,23 @@ struct load_ctx {
     size_t errlen;
     int failed;
     struct ep_def *cur;      /* endpoint section being read */
+    unsigned char *indented; /* per line: starts with a blank (a continuation) */
+    int nlines;
+    struct buf joined;       /* the value being continued (endpoint keys) */
+    int joined_line;         /* the line it ended on */
+    int (*lines)[2];         /* per endpoint: the lines of its url and
+                              * ordering_key, checked after the section */
+    size_t nlines_cap;
 };
+
+/* Long values (a postback URL template easily passes inih's line limit)
+ * continue on indented lines, joined as they are: inih hands each line
+ * over with the same key, and these keys replace rather than repeat. */
+static int joinable(const char *key)
+{
+    return strcmp(key, "url") == 0 || strcmp(key, "ordering_key") == 0 || strcmp(key, "success_body") == 0 ||
+           strcmp(key, "mask_params") == 0 || strcmp(key, "event_types") == 0 || strncmp(key, "map.", 4) == 0;
+}
 
 static int fail_at(struct load_ctx *x, int line, const char *section, const char *key,
                    const char *value, const char *why)
@@ -101,6 +118,7 @@ static int config_ini_line(void *user, const char *section, const char *key, con
         return 0;
     if (strncmp(section, "endpoint.", 9) == 0) {
         struct ep_def *e;
+        int more = 0;
         if (!ep_name_valid(section + 9))
             return fail_at(x, line, section, key, value,
                            "endpoint name must be 1-64 of [A-Za-z0-9._-]");
@@ -109,8 +127,33 @@ static int config_ini_line(void *user, const char *section, const char *key, con
             return fail_at(x, line, section, key, value, "too many endpoints or out of memory");
         if (!key) /* section header alone */
             return 1;
+        if (joinable(key)) {
+            more = line > 0 && line < x->nlines && x->indented[line] && x->joined_line == line - 1;
+            if (!more)
+                buf_reset(&x->joined);
+            if (buf_puts(&x->joined, value) < 0)
+                return fail_at(x, line, section, key, value, "out of memory");
+            x->joined_line = line;
+            value = x->joined.p;
+        } else {
+            x->joined_line = 0;
+        }
         if (ep_def_set(e, key, value, why, sizeof why) < 0)
             return fail_at(x, line, section, key, value, why);
+        if (strcmp(key, "url") == 0 || strcmp(key, "ordering_key") == 0) {
+            size_t k = (size_t)(e - x->c->endpoints);
+            if (k >= x->nlines_cap) {
+                size_t nc = x->c->endpoints_cap;
+                int (*nl)[2] = realloc(x->lines, nc * sizeof *nl);
+                if (!nl)
+                    return fail_at(x, line, section, key, value, "out of memory");
+                memset(nl + x->nlines_cap, 0, (nc - x->nlines_cap) * sizeof *nl);
+                x->lines = nl;
+                x->nlines_cap = nc;
+            }
+            if (!more)   /* a continued value is reported at its first line */
+                x->lines[k][key[0] == 'o'] = line;
+        }
         return 1;
     }
     if (!key)
@@ -164,9 +207,9 @@ out:
 /* inih reads at most INI_MAX_LINE - 1 bytes per line and parses the rest
  * as a line of its own: a long URL would be cut and its tail (perhaps part
  * of a secret) taken for a key. Refuse such files up front, clearly. */
-static int check_line_lengths(const char *path, char *err, size_t errlen)
+static int check_line_lengths(struct load_ctx *x, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
+    FILE *f = fopen(x->path, "r");
     int line = 1, ch;
     long len = 0;
 
@@ -178,12 +221,26 @@ static int check_line_lengths(const char *path, char *err, size_t errlen)
             len = 0;
             continue;
         }
+        if (line >= x->nlines) {
+            int n = line * 2 + 64;
+            unsigned char *p = realloc(x->indented, (size_t)n);
+            if (!p) {
+                fclose(f);
+                snprintf(err, errlen, "%s: out of memory", x->path);
+                return -1;
+            }
+            memset(p + x->nlines, 0, (size_t)(n - x->nlines));
+            x->indented = p;
+            x->nlines = n;
+        }
+        if (len == 0)
+            x->indented[line] = ch == ' ' || ch == '\t';
         if (++len == INI_MAX_LINE - 1 + 1) {
             fclose(f);
             snprintf(err, errlen,
-                     "%s:%d: line longer than %d bytes (the INI reader's limit); "
-                     "define an endpoint with a longer URL over the socket (hookd endpoint-put)",
-                     path, line, INI_MAX_LINE - 1);
+                     "%s:%d: line longer than %d bytes (the INI reader's limit): continue a long value "
+                     "on the next lines, indented (the pieces are joined as they are)",
+                     x->path, line, INI_MAX_LINE - 1);
             return -1;
         }
     }
@@ -193,30 +250,46 @@ static int check_line_lengths(const char *path, char *err, size_t errlen)
 
 int config_load(struct config *c, const char *path, char *err, size_t errlen)
 {
-    struct load_ctx x = {c, path, err, errlen, 0, NULL};
+    struct load_ctx x = {c, path, err, errlen, 0, NULL, NULL, 0, {0}, 0, NULL, 0};
     struct netpolicy np;
     int rc;
     size_t i;
 
     free(c->file);
     c->file = strdup(path);
-    if (check_line_lengths(path, err, errlen) < 0)
-        return -1;
-    rc = ini_parse(path, config_ini_line, &x);
+    rc = check_line_lengths(&x, err, errlen) < 0 ? -3 : ini_parse(path, config_ini_line, &x);
+    free(x.indented);
+    buf_free(&x.joined);
+    if (rc == -3)
+        goto fail;
     if (rc == -1) {
         snprintf(err, errlen, "%s: cannot open", path);
-        return -1;
+        goto fail;
     }
     if (rc == -2) {
         snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
+        goto fail;
     }
     if (x.failed)
-        return -1;
+        goto fail;
     if (rc > 0) {
         snprintf(err, errlen, "%s:%d: syntax error (expected [section] or key = value)", path, rc);
-        return -1;
+        goto fail;
     }
+    /* the endpoints' URLs and keys: checked whole, as macro_style may
+     * come after them, but reported at their lines */
+    for (i = 0; i < c->n_endpoints; i++) {
+        char why[256];
+        if (ep_def_validate(&c->endpoints[i], why, sizeof why) < 0) {
+            int at = i < x.nlines_cap ? x.lines[i][strncmp(why, "ordering_key", 12) == 0] : 0;
+            if (at > 0 && (strncmp(why, "url", 3) == 0 || strncmp(why, "ordering_key", 12) == 0))
+                snprintf(err, errlen, "%s:%d: [endpoint.%s]: %s", path, at, c->endpoints[i].name, why);
+            else
+                snprintf(err, errlen, "%s: [endpoint.%s]: %s", path, c->endpoints[i].name, why);
+            goto fail;
+        }
+    }
+    free(x.lines);
     /* cross-field checks */
     if (c->dflt.base_delay_ms > c->dflt.max_delay_ms) {
         snprintf(err, errlen, "%s: [delivery] base_delay exceeds max_delay", path);
@@ -248,15 +321,11 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
     if (parse_id_list(c->admin_uids, 0, c, err, errlen) < 0 ||
         parse_id_list(c->admin_groups, 1, c, err, errlen) < 0)
         return -1;
-    for (i = 0; i < c->n_endpoints; i++) {
-        char why[256];
-        if (ep_def_validate(&c->endpoints[i], why, sizeof why) < 0) {
-            snprintf(err, errlen, "%s: [endpoint.%s]: %s", path, c->endpoints[i].name, why);
-            return -1;
-        }
-    }
     log_set_level((enum log_level)c->log_level);
     return 0;
+fail:
+    free(x.lines);
+    return -1;
 }
 
 static void dump_kv(void *ctx, const char *key, const char *val)
@@ -272,7 +341,11 @@ void config_dump(const struct config *c, FILE *out)
     settings_dump(c, out);
     for (i = 0; i < c->n_endpoints; i++) {
         const struct ep_def *e = &c->endpoints[i];
-        fprintf(out, "\n[endpoint.%s]\nurl = %s\n", e->name, e->url);
+        struct buf u = {0};
+        /* a token typed into the query is hidden like a secret */
+        tpl_mask_query(e->url, e->rq.mask_params ? e->rq.mask_params : EP_MASK_DEFAULT, &u);
+        fprintf(out, "\n[endpoint.%s]\nurl = %s\n", e->name, u.p ? u.p : "(out of memory)");
+        buf_free(&u);
         for (j = 0; j < e->nsecrets; j++)
             fprintf(out, "secret = whsec_(hidden)\n");
         for (j = 0; j < e->nheaders; j++) {
@@ -285,5 +358,6 @@ void config_dump(const struct config *c, FILE *out)
         if (e->paused)
             fprintf(out, "paused = yes\n");
         ep_settings_each(&e->s, dump_kv, out);
+        ep_request_each(e, dump_kv, out);
     }
 }

@@ -5,6 +5,7 @@
 #include "hostcap.h"
 #include "log.h"
 #include "netpolicy.h"
+#include "postback.h"
 #include "proto.h"
 #include "retry_after.h"
 #include "sign.h"
@@ -21,7 +22,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-/* beyond this the body is not worth reading: the status line decided */
+/* beyond this the body is not worth reading: the status line decided
+ * (and success_body looks no further) */
 #define BODY_CAP (64 * 1024)
 
 struct xfer {
@@ -34,6 +36,7 @@ struct xfer {
     struct ep_conf *hdr_ep;     /* reference: its address cannot be reused */
     struct curl_slist *fixed_hdrs;
     struct curl_slist dyn[3];
+    struct curl_slist *hdrs;    /* the attempt's list: dyn[0], or fixed_hdrs when unsigned */
     char id_line[PROTO_EVENT_ID_MAX + 16];
     char ts_line[48];
     char sig_line[24 + SIGN_MAX_SECRETS * (SIGN_SIG_LEN + 1)];
@@ -43,8 +46,10 @@ struct xfer {
     int blocked;
     int counted;                /* holds one of its host's slots (hostcap) */
     const char *block_reason;
-    char snippet[DJOB_SNIPPET];
+    char snippet[POSTBACK_EXCERPT + 1];
     size_t snip_len;
+    struct buf seen;            /* the body, for success_body */
+    struct postback_req rq;     /* templated requests; buffers reused */
     char retry_after[64];
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -86,7 +91,10 @@ void djob_free(struct djob *j)
         return;
     ep_conf_unref(j->ep);
     free(j->event_id);
+    free(j->event_type);
     free(j->payload);
+    free(j->sent_url);
+    free(j->response);
     free(j);
 }
 
@@ -115,6 +123,10 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
             take = len;
         memcpy(x->snippet + x->snip_len, p, take);
         x->snip_len += take;
+    }
+    if (x->job->ep->def.rq.success_body && x->seen.len < BODY_CAP) {
+        take = BODY_CAP - x->seen.len;
+        buf_append(&x->seen, p, take < len ? take : len);
     }
     x->body_seen += len;
     if (x->body_seen > BODY_CAP) {
@@ -161,7 +173,9 @@ static int fixed_headers(struct xfer *x, struct ep_conf *e)
     x->fixed_hdrs = NULL;
     ep_conf_unref(x->hdr_ep);
     x->hdr_ep = NULL;
-    if (add_header(&x->fixed_hdrs, "Content-Type: application/json") < 0 ||
+    if ((e->body == EP_BODY_JSON && add_header(&x->fixed_hdrs, "Content-Type: application/json") < 0) ||
+        (e->body == EP_BODY_FORM &&
+         add_header(&x->fixed_hdrs, "Content-Type: application/x-www-form-urlencoded") < 0) ||
         add_header(&x->fixed_hdrs, "User-Agent: hookd/" HOOKD_VERSION) < 0 ||
         add_header(&x->fixed_hdrs, "Expect:") < 0)
         return -1;
@@ -172,7 +186,8 @@ static int fixed_headers(struct xfer *x, struct ep_conf *e)
     return 0;
 }
 
-static int build_headers(struct xfer *x, int64_t ts)
+/* body: the bytes sent, which the signature covers (a GET's are none) */
+static int build_headers(struct xfer *x, int64_t ts, const char *body, size_t blen)
 {
     struct djob *j = x->job;
     struct ep_conf *e = j->ep;
@@ -180,6 +195,11 @@ static int build_headers(struct xfer *x, int64_t ts)
 
     if (fixed_headers(x, e) < 0)
         return -1;
+    if (e->def.rq.sign_none) {
+        x->hdrs = x->fixed_hdrs;
+        return 0;
+    }
+    x->hdrs = &x->dyn[0];
     snprintf(x->id_line, sizeof x->id_line, "webhook-id: %s", j->event_id);
     snprintf(x->ts_line, sizeof x->ts_line, "webhook-timestamp: %lld", (long long)ts);
     x->dyn[0].data = x->id_line;
@@ -188,8 +208,8 @@ static int build_headers(struct xfer *x, int64_t ts)
     x->dyn[1].next = x->fixed_hdrs;
     if (e->nkeys) {
         n = snprintf(x->sig_line, sizeof x->sig_line, "webhook-signature: ");
-        if (sign_header_value(e->keys, e->nkeys, j->event_id, ts, j->payload, j->payload_len,
-                              x->sig_line + n, sizeof x->sig_line - (size_t)n) < 0)
+        if (sign_header_value(e->keys, e->nkeys, j->event_id, ts, body, blen, x->sig_line + n,
+                              sizeof x->sig_line - (size_t)n) < 0)
             return -1;
         x->dyn[1].next = &x->dyn[2];
         x->dyn[2].data = x->sig_line;
@@ -257,6 +277,7 @@ static struct xfer *xfer_get(struct dthread *t)
     x->blocked = 0;
     x->block_reason = NULL;
     x->snip_len = 0;
+    buf_reset(&x->seen);
     x->retry_after[0] = '\0';
     x->errbuf[0] = '\0';
     return x;
@@ -274,14 +295,48 @@ static void xfer_destroy(struct xfer *x)
     curl_easy_cleanup(x->easy);
     curl_slist_free_all(x->fixed_hdrs);
     ep_conf_unref(x->hdr_ep);
+    buf_free(&x->seen);
+    postback_req_free(&x->rq);
     free(x);
+}
+
+/* The URL and body of a templated request (x's buffers hold them), and
+ * the URL as the attempt log shows it. -1: the job failed in place. */
+static int request_of(struct xfer *x, struct djob *j, const char **url, const char **body, size_t *blen)
+{
+    struct ep_conf *e = j->ep;
+    struct postback_msg m = {j->event_id, j->event_type, j->payload, j->payload_len, j->attempt_count + 1,
+                             j->started_at / 1000};
+    enum errclass ec;
+    char why[200];
+
+    if (postback_build(e, &m, &x->rq, &ec, why, sizeof why) < 0) {
+        job_fail_now(j, ec, why);
+        return -1;
+    }
+    if (e->url_tpl.nmacros && !(j->sent_url = strdup(x->rq.shown.p))) {
+        job_fail_now(j, ERRC_INTERNAL, "out of memory");
+        return -1;
+    }
+    *url = x->rq.url.p;
+    if (e->body == EP_BODY_FORM) {
+        *body = x->rq.body.p;
+        *blen = x->rq.body.len;
+    } else if (e->body == EP_BODY_NONE) {
+        *body = "";
+        *blen = 0;
+    }
+    return 0;
 }
 
 /* Returns 0 if started; otherwise the job is finished (failed) in place. */
 static int start_transfer(struct dthread *t, struct djob *j, int counted)
 {
-    const struct ep_settings *s = &j->ep->eff;
+    struct ep_conf *e = j->ep;
+    const struct ep_settings *s = &e->eff;
     struct xfer *x = xfer_get(t);
+    const char *url = e->def.url, *body = j->payload;
+    size_t blen = j->payload_len;
     CURL *h;
 
     j->started_at = util_now_ms();
@@ -291,16 +346,27 @@ static int start_transfer(struct dthread *t, struct djob *j, int counted)
     }
     x->job = j;
     x->counted = counted;
-    if (build_headers(x, j->started_at / 1000) < 0) {
+    if (!e->plain && request_of(x, j, &url, &body, &blen) < 0) {
+        xfer_put(t, x);
+        return -1;
+    }
+    if (build_headers(x, j->started_at / 1000, body, blen) < 0) {
         job_fail_now(j, ERRC_INTERNAL, "cannot build request headers");
         xfer_put(t, x);
         return -1;
     }
     h = x->easy;
-    curl_easy_setopt(h, CURLOPT_URL, j->ep->def.url);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, j->payload);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)j->payload_len);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, &x->dyn[0]);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    if (e->def.rq.method == EP_GET) {
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    } else {
+        /* POSTFIELDS makes it a POST; PUT sends the same body */
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, e->def.rq.method == EP_PUT ? "PUT" : NULL);
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, x->hdrs);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)s->timeout_ms);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)s->connect_timeout_ms);
     if (curl_multi_add_handle(t->multi, h) != CURLM_OK) {
@@ -399,11 +465,18 @@ static void finish_transfer(struct dthread *t, struct xfer *x, CURLcode rc)
         if (retry_after_parse(x->retry_after, util_now_ms(), &d) == 0)
             j->retry_after_ms = d;
     }
+    free(j->response);
+    j->response = postback_excerpt(x->snippet, x->snip_len);
     if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && x->body_capped && status > 0)) {
+        const struct ep_conf *e = j->ep;
+        int ok = e->has_ok ? outcome_ok_has(&e->ok, (int)status) : status >= 200 && status < 300;
         j->http_status = (int)status;
         j->errc = ERRC_NONE;
         j->error[0] = '\0';
-        if (status < 200 || status >= 300) {
+        if (ok && e->def.rq.success_body && !postback_body_ok(e->def.rq.success_body, x->seen.p, x->seen.len)) {
+            j->errc = ERRC_BODY_MISMATCH;
+            snprintf(j->error, sizeof j->error, "the response lacks the expected success_body");
+        } else if (!ok) {
             x->snippet[x->snip_len] = '\0';
             printable(x->snippet);
             util_strlcpy(j->error, x->snippet, 121);

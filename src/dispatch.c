@@ -21,7 +21,8 @@ struct djob *dispatch_job(struct endpoint *e, const struct store_claimed *row, i
     j->ep = ep_conf_ref(e->conf);
     j->event_id = strdup(row->event_id);
     j->payload = malloc(row->payload_len + 1);
-    if (!j->event_id || !j->payload) {
+    if (!j->event_id || !j->payload ||
+        (!e->conf->plain && row->event_type && !(j->event_type = strdup(row->event_type)))) {
         djob_free(j);
         return NULL;
     }
@@ -128,12 +129,12 @@ int dispatch_claim(struct registry *r, struct store *st, int64_t now, int64_t no
     for (k = 0; k < r->n && budget > 0; k++) {
         struct endpoint *e = r->v[(start + k) % r->n];
         int64_t limit = admit(r, e, now, now_mono, budget, &x.probe);
-        int n;
+        int n, ordered = e->conf->order_tpl.nmacros > 0;
 
         if (limit <= 0)
             continue;
         x.e = e;
-        if (st->ops->claim(st, e->id, now, (int)limit, claim_row, &x, &n) < 0)
+        if (st->ops->claim(st, e->id, now, (int)limit, ordered, claim_row, &x, &n) < 0)
             return -1;
         if (e->rate.n > 0 && n < limit)
             tlimit_refund(&e->rate, (int)(limit - n));  /* give back what was not used */
@@ -142,7 +143,7 @@ int dispatch_claim(struct registry *r, struct store *st, int64_t now, int64_t no
         e->in_flight += n;
         r->in_flight += n;
         budget -= n;
-        if (n < limit && st->ops->next_due(st, e->id, &e->next_due) < 0)
+        if (n < limit && st->ops->next_due(st, e->id, ordered, &e->next_due) < 0)
             return -1;
     }
     if (r->n)

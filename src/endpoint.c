@@ -27,6 +27,62 @@ static uint64_t host_hash(const char *url)
     return util_hash(url, (size_t)(end - url), 1);
 }
 
+static void request_free(struct ep_conf *e)
+{
+    size_t i;
+
+    tpl_free(&e->url_tpl);
+    tpl_free(&e->order_tpl);
+    for (i = 0; i < e->nmaps; i++)
+        tpl_map_free(&e->maps[i]);
+    free(e->maps);
+    free(e->shown_url);
+}
+
+/* The parsed form of the request keys (validated before). */
+static int request_build(struct ep_conf *e)
+{
+    const struct ep_request *rq = &e->def.rq;
+    char err[200];
+    struct buf b = {0};
+    size_t i;
+
+    e->body = rq->body != EP_BODY_AUTO ? rq->body : rq->method == EP_GET ? EP_BODY_NONE : EP_BODY_JSON;
+    if (tpl_parse(&e->url_tpl, e->def.url, (enum tpl_style)rq->macro_style, TPL_URL, err, sizeof err) < 0)
+        return -1;
+    if (rq->ordering_key &&
+        tpl_parse(&e->order_tpl, rq->ordering_key, (enum tpl_style)rq->macro_style, TPL_TEXT, err, sizeof err) < 0)
+        return -1;
+    if (rq->nmaps && !(e->maps = calloc(rq->nmaps, sizeof *e->maps)))
+        return -1;
+    for (i = 0; i < rq->nmaps; i++) {
+        if (tpl_map_parse(&e->maps[i], rq->map_name[i], rq->map_spec[i], err, sizeof err) < 0)
+            return -1;
+        e->nmaps++;
+    }
+    if (rq->success_status) {
+        if (outcome_ok_parse(rq->success_status, &e->ok, err, sizeof err) < 0)
+            return -1;
+        e->has_ok = 1;
+    }
+    if (e->url_tpl.nmacros == 0) {
+        if (tpl_mask_query(e->def.url, rq->mask_params ? rq->mask_params : EP_MASK_DEFAULT, &b) < 0)
+            return -1;
+        e->shown_url = b.p;
+    }
+    e->plain = e->url_tpl.nmacros == 0 && rq->method == EP_POST && e->body == EP_BODY_JSON && !rq->sign_none;
+    return 0;
+}
+
+/* signing keys do not outlive their use in freed heap memory (one per
+ * secret of the definition, which must still be there) */
+static void keys_free(struct ep_conf *e)
+{
+    if (e->keys)
+        explicit_bzero(e->keys, e->def.nsecrets * sizeof *e->keys);
+    free(e->keys);
+}
+
 struct ep_conf *ep_conf_new(int64_t id, const struct ep_def *def, const struct ep_settings *dflt)
 {
     struct ep_conf *e = calloc(1, sizeof *e);
@@ -41,15 +97,20 @@ struct ep_conf *ep_conf_new(int64_t id, const struct ep_def *def, const struct e
         goto fail;
     e->eff = ep_settings_effective(&def->s, dflt);
     e->host_hash = host_hash(def->url);
+    if (def->nsecrets && !(e->keys = calloc(def->nsecrets, sizeof *e->keys)))
+        goto fail;
     for (i = 0; i < def->nsecrets; i++) {
         if (sign_key_decode(def->secrets[i], &e->keys[i], err, sizeof err) < 0)
             goto fail;
         e->nkeys++;
     }
+    if (request_build(e) < 0)
+        goto fail;
     return e;
 fail:
+    request_free(e);
+    keys_free(e);
     ep_def_free(&e->def);
-    explicit_bzero(e->keys, sizeof e->keys);
     free(e);
     return NULL;
 }
@@ -64,8 +125,9 @@ void ep_conf_unref(struct ep_conf *e)
 {
     if (!e || __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
+    request_free(e);
+    keys_free(e);
     ep_def_free(&e->def);
-    explicit_bzero(e->keys, sizeof e->keys);
     free(e);
 }
 
@@ -189,6 +251,20 @@ char *ep_json_settings(const struct ep_settings *s)
     return out;
 }
 
+char *ep_json_overrides(const struct ep_def *d)
+{
+    cJSON *o = cJSON_CreateObject();
+    char *out;
+
+    if (!o)
+        return NULL;
+    ep_settings_each(&d->s, add_setting, o);
+    ep_request_each(d, add_setting, o);
+    out = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return out;
+}
+
 /* ---- the stored form ---- */
 
 static int load_strings(struct ep_def *d, const char *key, const char *json)
@@ -244,7 +320,7 @@ int ep_def_from_stored(struct ep_def *d, const char *name, const char *url, cons
     if (ep_def_set(d, "url", url, err, sizeof err) < 0 || load_strings(d, "secret", secrets_json) < 0 ||
         load_strings(d, "header", headers_json) < 0 ||
         (event_types && ep_def_set(d, "event_types", event_types, err, sizeof err) < 0) ||
-        load_settings(d, settings_json) < 0) {
+        load_settings(d, settings_json) < 0 || ep_def_validate(d, err, sizeof err) < 0) {
         ep_def_free(d);
         return -1;
     }

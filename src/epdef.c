@@ -4,7 +4,9 @@
  * same way wherever they come from. */
 #include "epdef.h"
 #include "netpolicy.h"
+#include "outcome.h"
 #include "settings.h"
+#include "tpl.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -30,8 +32,37 @@ void ep_def_free(struct ep_def *d)
     }
     for (i = 0; i < d->nheaders; i++)
         free(d->headers[i]);
+    free(d->headers);
     free(d->event_types);
+    free(d->rq.success_status);
+    free(d->rq.success_body);
+    free(d->rq.mask_params);
+    free(d->rq.ordering_key);
+    for (i = 0; i < d->rq.nmaps; i++) {
+        free(d->rq.map_name[i]);
+        free(d->rq.map_spec[i]);
+    }
+    free(d->rq.map_name);
+    free(d->rq.map_spec);
     ep_def_init(d);
+}
+
+/* One more slot in a pointer array of n (grown one at a time: these
+ * arrays hold a handful, and an endpoint's size matters at 50,000). */
+static int grow_one(char ***v, size_t n)
+{
+    char **nv = realloc(*v, (n + 1) * sizeof *nv);
+
+    if (!nv)
+        return -1;
+    nv[n] = NULL;
+    *v = nv;
+    return 0;
+}
+
+static int dup_opt(char **dst, const char *src)
+{
+    return src && !(*dst = strdup(src)) ? -1 : 0;
 }
 
 int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
@@ -42,6 +73,26 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
     memcpy(dst->name, src->name, sizeof dst->name);
     dst->s = src->s;
     dst->paused = src->paused;
+    dst->rq.method = src->rq.method;
+    dst->rq.body = src->rq.body;
+    dst->rq.macro_style = src->rq.macro_style;
+    dst->rq.on_missing_fail = src->rq.on_missing_fail;
+    dst->rq.sign_none = src->rq.sign_none;
+    if (dup_opt(&dst->rq.success_status, src->rq.success_status) < 0 ||
+        dup_opt(&dst->rq.success_body, src->rq.success_body) < 0 ||
+        dup_opt(&dst->rq.mask_params, src->rq.mask_params) < 0 ||
+        dup_opt(&dst->rq.ordering_key, src->rq.ordering_key) < 0)
+        goto fail;
+    for (i = 0; i < src->rq.nmaps; i++) {
+        if (grow_one(&dst->rq.map_name, i) < 0 || grow_one(&dst->rq.map_spec, i) < 0)
+            goto fail;
+        if (!(dst->rq.map_name[i] = strdup(src->rq.map_name[i])) ||
+            !(dst->rq.map_spec[i] = strdup(src->rq.map_spec[i]))) {
+            free(dst->rq.map_name[i]);
+            goto fail;
+        }
+        dst->rq.nmaps++;
+    }
     if (src->url && !(dst->url = strdup(src->url)))
         goto fail;
     if (src->event_types && !(dst->event_types = strdup(src->event_types)))
@@ -52,7 +103,7 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
         dst->nsecrets++;
     }
     for (i = 0; i < src->nheaders; i++) {
-        if (!(dst->headers[i] = strdup(src->headers[i])))
+        if (grow_one(&dst->headers, i) < 0 || !(dst->headers[i] = strdup(src->headers[i])))
             goto fail;
         dst->nheaders++;
     }
@@ -149,12 +200,159 @@ static int normalise_types(const char *v, char **out, char *err, size_t errlen)
     return 0;
 }
 
+static int set_str(char **dst, const char *value, size_t max, char *err, size_t errlen)
+{
+    char *v;
+
+    if (strlen(value) > max) {
+        snprintf(err, errlen, "too long (max %zu bytes)", max);
+        return -1;
+    }
+    if (!(v = strdup(value))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    free(*dst);
+    *dst = v;
+    return 0;
+}
+
+static int pick(const char *value, const char *const *names, int *out, char *err, size_t errlen)
+{
+    int i;
+
+    for (i = 0; names[i]; i++)
+        if (strcmp(value, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    snprintf(err, errlen, "must be one of");
+    for (i = 0; names[i]; i++)
+        if (names[i][0]) {
+            size_t l = strlen(err);
+            snprintf(err + l, errlen > l ? errlen - l : 0, "%s %s", i ? "," : "", names[i]);
+        }
+    return -1;
+}
+
+static const char *const methods[] = {"POST", "GET", "PUT", NULL};
+static const char *const bodies[] = {"", "json", "form", "none", NULL};
+static const char *const styles[] = {"braces", "hashes", "brackets", NULL};
+static const char *const missing[] = {"empty", "fail", NULL};
+static const char *const signs[] = {"standard", "none", NULL};
+
+const char *ep_method_name(int method)
+{
+    return method >= EP_POST && method <= EP_PUT ? methods[method] : "POST";
+}
+
+/* The request keys (postbacks). 1: not one of them. */
+static int request_set(struct ep_request *rq, const char *key, const char *value, char *err, size_t errlen)
+{
+    if (strcmp(key, "method") == 0)
+        return pick(value, methods, &rq->method, err, errlen);
+    if (strcmp(key, "body") == 0) {
+        if (!*value) {
+            snprintf(err, errlen, "must be one of json, form, none");
+            return -1;
+        }
+        return pick(value, bodies, &rq->body, err, errlen);
+    }
+    if (strcmp(key, "macro_style") == 0)
+        return pick(value, styles, &rq->macro_style, err, errlen);
+    if (strcmp(key, "on_missing") == 0)
+        return pick(value, missing, &rq->on_missing_fail, err, errlen);
+    if (strcmp(key, "sign") == 0)
+        return pick(value, signs, &rq->sign_none, err, errlen);
+    if (strcmp(key, "success_status") == 0) {
+        struct outcome_ok ok;
+        if (outcome_ok_parse(value, &ok, err, errlen) < 0)
+            return -1;
+        return set_str(&rq->success_status, value, 512, err, errlen);
+    }
+    if (strcmp(key, "success_body") == 0) {
+        if (!*value) {
+            snprintf(err, errlen, "must not be empty");
+            return -1;
+        }
+        return set_str(&rq->success_body, value, 1024, err, errlen);
+    }
+    if (strcmp(key, "mask_params") == 0)
+        return set_str(&rq->mask_params, value, 1024, err, errlen);
+    if (strcmp(key, "ordering_key") == 0)
+        return set_str(&rq->ordering_key, value, 512, err, errlen);
+    if (strncmp(key, "map.", 4) == 0) {
+        struct tpl_map m;
+        size_t i;
+        if (tpl_map_parse(&m, key + 4, value, err, errlen) < 0)
+            return -1;
+        tpl_map_free(&m);
+        for (i = 0; i < rq->nmaps; i++)
+            if (strcmp(rq->map_name[i], key + 4) == 0)
+                return set_str(&rq->map_spec[i], value, 4096, err, errlen);
+        if (rq->nmaps >= EP_MAPS_MAX) {
+            snprintf(err, errlen, "too many maps (max %d)", EP_MAPS_MAX);
+            return -1;
+        }
+        if (grow_one(&rq->map_spec, rq->nmaps) < 0 || grow_one(&rq->map_name, rq->nmaps) < 0) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        if (set_str(&rq->map_spec[rq->nmaps], value, 4096, err, errlen) < 0)
+            return -1;
+        if (set_str(&rq->map_name[rq->nmaps], key + 4, 128, err, errlen) < 0) {
+            free(rq->map_spec[rq->nmaps]);
+            rq->map_spec[rq->nmaps] = NULL;
+            return -1;
+        }
+        rq->nmaps++;
+        return 0;
+    }
+    return 1;
+}
+
+void ep_request_each(const struct ep_def *d, void (*fn)(void *ctx, const char *key, const char *val), void *ctx)
+{
+    const struct ep_request *rq = &d->rq;
+    char key[160];
+    size_t i;
+
+    if (rq->method)
+        fn(ctx, "method", methods[rq->method]);
+    if (rq->body)
+        fn(ctx, "body", bodies[rq->body]);
+    if (rq->macro_style)
+        fn(ctx, "macro_style", styles[rq->macro_style]);
+    if (rq->on_missing_fail)
+        fn(ctx, "on_missing", "fail");
+    if (rq->sign_none)
+        fn(ctx, "sign", "none");
+    if (rq->success_status)
+        fn(ctx, "success_status", rq->success_status);
+    if (rq->success_body)
+        fn(ctx, "success_body", rq->success_body);
+    if (rq->mask_params)
+        fn(ctx, "mask_params", rq->mask_params);
+    if (rq->ordering_key)
+        fn(ctx, "ordering_key", rq->ordering_key);
+    for (i = 0; i < rq->nmaps; i++) {
+        snprintf(key, sizeof key, "map.%s", rq->map_name[i]);
+        fn(ctx, key, rq->map_spec[i]);
+    }
+}
+
 int ep_def_set(struct ep_def *d, const char *key, const char *value, char *err, size_t errlen)
 {
+    int r;
+
     if (strcmp(key, "url") == 0) {
         char *u;
-        if (netpolicy_url_check(value, err, errlen) < 0)
+        /* checked whole by ep_def_validate: its macros depend on
+         * macro_style, which may come later */
+        if (strlen(value) > TPL_MAX) {
+            snprintf(err, errlen, "URL too long (max %d)", TPL_MAX);
             return -1;
+        }
         if (!(u = strdup(value)))
             goto oom;
         free(d->url);
@@ -194,7 +392,7 @@ int ep_def_set(struct ep_def *d, const char *key, const char *value, char *err, 
         }
         if (header_valid(value, err, errlen) < 0)
             return -1;
-        if (!(d->headers[d->nheaders] = strdup(value)))
+        if (grow_one(&d->headers, d->nheaders) < 0 || !(d->headers[d->nheaders] = strdup(value)))
             goto oom;
         d->nheaders++;
         return 0;
@@ -214,10 +412,52 @@ int ep_def_set(struct ep_def *d, const char *key, const char *value, char *err, 
         }
         return 0;
     }
+    if ((r = request_set(&d->rq, key, value, err, errlen)) <= 0)
+        return r;
     return settings_set_ep(&d->s, key, value, err, errlen) < 0 ? -1 : 0;
 oom:
     snprintf(err, errlen, "out of memory");
     return -1;
+}
+
+/* The URL template and the request keys together. */
+static int ep_request_validate(const struct ep_def *d, char *err, size_t errlen)
+{
+    const struct ep_request *rq = &d->rq;
+    struct tpl t;
+    struct buf sk = {0};
+    char why[200];
+    int rc;
+
+    if (tpl_parse(&t, d->url, (enum tpl_style)rq->macro_style, TPL_URL, why, sizeof why) < 0) {
+        snprintf(err, errlen, "url: %s", why);
+        return -1;
+    }
+    /* the shape of the URL with every macro filled in */
+    rc = tpl_skeleton(&t, "x", &sk) < 0 ? -1 : netpolicy_url_check(sk.p, why, sizeof why);
+    tpl_free(&t);
+    buf_free(&sk);
+    if (rc < 0) {
+        snprintf(err, errlen, "url: %s", why);
+        return -1;
+    }
+    if (rq->ordering_key) {
+        if (tpl_parse(&t, rq->ordering_key, (enum tpl_style)rq->macro_style, TPL_TEXT, why, sizeof why) < 0) {
+            snprintf(err, errlen, "ordering_key: %s", why);
+            return -1;
+        }
+        rc = t.nmacros;
+        tpl_free(&t);
+        if (rc == 0) {
+            snprintf(err, errlen, "ordering_key: holds no macro, so every message would share one key");
+            return -1;
+        }
+    }
+    if (rq->method == EP_GET && (rq->body == EP_BODY_JSON || rq->body == EP_BODY_FORM)) {
+        snprintf(err, errlen, "body: a GET request carries no body (body = none, or method = POST/PUT)");
+        return -1;
+    }
+    return 0;
 }
 
 int ep_def_validate(const struct ep_def *d, char *err, size_t errlen)
@@ -234,7 +474,7 @@ int ep_def_validate(const struct ep_def *d, char *err, size_t errlen)
         snprintf(err, errlen, "endpoint %s: base_delay exceeds max_delay", d->name);
         return -1;
     }
-    return 0;
+    return ep_request_validate(d, err, errlen);
 }
 
 int ep_def_wants(const struct ep_def *d, const char *type)

@@ -1,6 +1,7 @@
 /* intake.c - enqueue requests into queue rows. */
 #include "intake.h"
 #include "dispatch.h"
+#include "tpl.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -11,10 +12,44 @@ struct rows {
     struct store_enqueue *v;
     struct endpoint **ep;
     size_t n, cap;
+    struct buf keys;    /* the ordering keys, NUL separated (offsets in v until stored) */
 };
+
+/* The row's ordering key, expanded from the payload (values as they
+ * are): a message without the key's fields is not ordered. Returns the
+ * key's offset in rw->keys + 1, 0 for none, -1 out of memory. */
+static int64_t ordering_key(struct rows *rw, const struct ep_conf *c, const struct req *q)
+{
+    struct tpl_vars v = {0};
+    struct buf k = {0};
+    char why[160];
+    int64_t off = -1;
+    int r;
+
+    v.payload = q->p.payload;
+    v.payload_len = q->p.payload_len;
+    v.event_id = q->p.event_id;
+    v.event_type = q->p.event_type;
+    v.endpoint = c->def.name;
+    v.missing_fail = 1;
+    r = tpl_expand(&c->order_tpl, &v, &k, NULL, why, sizeof why);
+    if (r == TPL_MISSING || r == TPL_BAD_VALUE || (r == TPL_OK && k.len == 0)) {
+        off = 0;
+    } else if (r == TPL_OK) {
+        off = (int64_t)rw->keys.len + 1;
+        if (buf_append(&rw->keys, k.p, k.len + 1) < 0)
+            off = -1;
+    }
+    buf_free(&k);
+    return off;
+}
 
 static int rows_add(struct rows *rw, struct endpoint *e, const struct req *q, int claim)
 {
+    int64_t key = 0;
+
+    if (e->conf->order_tpl.nmacros && (key = ordering_key(rw, e->conf, q)) < 0)
+        return -1;
     if (rw->n == rw->cap) {
         size_t nc = rw->cap ? rw->cap * 2 : 256;
         struct store_enqueue *nv = realloc(rw->v, nc * sizeof *nv);
@@ -28,6 +63,8 @@ static int rows_add(struct rows *rw, struct endpoint *e, const struct req *q, in
         rw->cap = nc;
     }
     memset(&rw->v[rw->n], 0, sizeof rw->v[rw->n]);
+    /* an offset until the buffer stops moving (intake_batch) */
+    rw->v[rw->n].ordering_key = (const char *)(intptr_t)key;
     rw->v[rw->n].endpoint_id = e->id;
     rw->v[rw->n].event_id = q->p.event_id;
     rw->v[rw->n].event_type = q->p.event_type;
@@ -45,7 +82,9 @@ static int rows_add(struct rows *rw, struct endpoint *e, const struct req *q, in
 static int add_row(struct registry *r, struct rows *rw, struct endpoint *e, const struct req *q, int64_t now,
                    int64_t mono)
 {
-    int claim = dispatch_admit_one(r, e, now, mono);
+    /* an ordered endpoint's rows wait for the claim, which knows what
+     * is still undelivered before them */
+    int claim = !e->conf->order_tpl.nmacros && dispatch_admit_one(r, e, now, mono);
 
     if (!claim && e->next_due > now) {
         registry_touch(r, e);
@@ -137,6 +176,7 @@ static int claimed_jobs(struct registry *r, struct rows *rw, struct djob **jobs,
         row.id = v->id;
         row.endpoint_id = v->endpoint_id;
         row.event_id = v->event_id;
+        row.event_type = v->event_type;
         row.payload = v->payload;
         row.payload_len = v->payload_len;
         row.attempt_count = 0;
@@ -180,6 +220,10 @@ int intake_batch(struct registry *r, struct store *st, struct req **batch, struc
         k++;
     }
     first[k] = rw.n;
+    for (size_t i = 0; i < rw.n; i++) {
+        intptr_t off = (intptr_t)rw.v[i].ordering_key;
+        rw.v[i].ordering_key = off ? rw.keys.p + off - 1 : NULL;
+    }
     if (rw.n && st->ops->enqueue(st, rw.v, rw.n, now) < 0)
         goto out;
     if (claimed_jobs(r, &rw, jobs, now) < 0)
@@ -193,6 +237,7 @@ oom:
 out:
     free(rw.v);
     free(rw.ep);
+    buf_free(&rw.keys);
     free(first);
     return rc;
 }

@@ -3,6 +3,8 @@
 
 #include <curl/curl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 enum outcome outcome_classify(int http_status, enum errclass errc)
 {
@@ -10,6 +12,9 @@ enum outcome outcome_classify(int http_status, enum errclass errc)
         switch (errc) {
         case ERRC_BLOCKED:
             /* The policy will refuse the same address next time too. */
+        case ERRC_TEMPLATE_MISSING:
+        case ERRC_TEMPLATE:
+            /* The payload will not change: retrying cannot fix it. */
             return OUTCOME_DEAD;
         case ERRC_DNS:
         case ERRC_CONNECT:
@@ -17,6 +22,7 @@ enum outcome outcome_classify(int http_status, enum errclass errc)
         case ERRC_TIMEOUT:
         case ERRC_IO:
         case ERRC_INTERNAL:
+        case ERRC_BODY_MISMATCH:
         case ERRC_NONE:
         default:
             /* No response and no known reason is our inconsistency, not the
@@ -38,6 +44,71 @@ enum outcome outcome_classify(int http_status, enum errclass errc)
     /* Outside 100..599 the reply is malformed, which is a transport-level
      * problem (like CURLE_WEIRD_SERVER_REPLY -> ERRC_IO), so retry. */
     return OUTCOME_RETRY;
+}
+
+enum outcome outcome_classify_ok(int http_status, enum errclass errc, const struct outcome_ok *ok)
+{
+    if (http_status > 0 && errc == ERRC_BODY_MISMATCH)
+        return OUTCOME_RETRY;
+    if (!ok)
+        return outcome_classify(http_status, errc);
+    if (http_status > 0 && outcome_ok_has(ok, http_status))
+        return OUTCOME_DELIVERED;
+    if (http_status >= 200 && http_status <= 299)
+        return OUTCOME_DEAD;
+    return outcome_classify(http_status, errc);
+}
+
+int outcome_ok_has(const struct outcome_ok *ok, int status)
+{
+    if (status < 100 || status > 599)
+        return 0;
+    status -= 100;
+    return (int)((ok->bits[status / 64] >> (status % 64)) & 1);
+}
+
+int outcome_ok_parse(const char *s, struct outcome_ok *ok, char *err, size_t errlen)
+{
+    const char *p = s;
+
+    memset(ok, 0, sizeof *ok);
+    while (*p) {
+        long lo, hi;
+        char *end;
+        const char *start;
+        p += strspn(p, " \t");
+        start = p;
+        lo = strtol(p, &end, 10);
+        if (end == p || lo < 100 || lo > 599)
+            goto bad;
+        hi = lo;
+        p = end;
+        if (*p == '-') {
+            hi = strtol(p + 1, &end, 10);
+            if (end == p + 1 || hi < lo || hi > 599)
+                goto bad;
+            p = end;
+        }
+        for (; lo <= hi; lo++)
+            ok->bits[(lo - 100) / 64] |= 1ull << ((lo - 100) % 64);
+        p += strspn(p, " \t");
+        if (*p && *p != ',') {
+            snprintf(err, errlen, "expected ',' at position %zu", (size_t)(p - s) + 1);
+            return -1;
+        }
+        if (*p)
+            p++;
+        continue;
+    bad:
+        snprintf(err, errlen, "expected a status 100-599 or a range like 200-299 at position %zu",
+                 (size_t)(start - s) + 1);
+        return -1;
+    }
+    for (int i = 0; i < 8; i++)
+        if (ok->bits[i])
+            return 0;
+    snprintf(err, errlen, "no status given");
+    return -1;
 }
 
 enum errclass outcome_errclass_from_curl(int curlcode)
@@ -130,13 +201,18 @@ const char *errclass_name(enum errclass e)
     case ERRC_IO:       return "io";
     case ERRC_BLOCKED:  return "ssrf_blocked";
     case ERRC_INTERNAL: return "internal";
+    case ERRC_BODY_MISMATCH: return "body_mismatch";
+    case ERRC_TEMPLATE_MISSING: return "template_missing";
+    case ERRC_TEMPLATE: return "template_error";
     }
     return "unknown";
 }
 
 void outcome_error_class(int http_status, enum errclass e, char *out, size_t n)
 {
-    if (http_status > 0)
+    if (e == ERRC_BODY_MISMATCH)
+        snprintf(out, n, "body_mismatch");
+    else if (http_status > 0)
         snprintf(out, n, "http_%d", http_status);
     else
         snprintf(out, n, "%s", e == ERRC_NONE ? "no_response" : errclass_name(e));

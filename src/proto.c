@@ -32,6 +32,7 @@ static const struct {
     {"dead_letters", OP_DEAD_LETTERS, 0, "hours"},
     {"slow", OP_SLOW, 0, "p95_ms"},
     {"metrics", OP_METRICS, 0, ""},
+    {"attempts", OP_ATTEMPTS, 0, "id"},
 };
 
 const char *proto_op_fields(enum proto_op op)
@@ -471,9 +472,11 @@ int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
             goto out;
         break;
     case OP_GET:
+    case OP_ATTEMPTS:
         if (get_int(o, "id", &r->id, 1, INT64_MAX / 2, err) <= 0) {
             if (!err->code || r->id == 0)
-                fail(err, PERR_BAD_REQUEST, "get needs 'id' (positive integer)");
+                fail(err, PERR_BAD_REQUEST, r->op == OP_GET ? "get needs 'id' (positive integer)"
+                                                            : "attempts needs 'id' (positive integer)");
             goto out;
         }
         break;

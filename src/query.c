@@ -4,8 +4,11 @@
 #include "query.h"
 #include "breaker.h"
 #include "counters.h"
+#include "epdef.h"
 #include "metrics.h"
+#include "tpl.h"
 
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +59,12 @@ static int get_attempt(void *arg, const struct store_attempt *a)
     buf_json_str(b, a->error_class ? a->error_class : "");
     buf_puts(b, ",\"detail\":");
     put_str(b, a->detail);
+    buf_puts(b, ",\"method\":");
+    put_str(b, a->method);
+    buf_puts(b, ",\"url\":");
+    put_str(b, a->url);
+    buf_puts(b, ",\"response\":");
+    put_str(b, a->response);
     buf_puts(b, "}");
     return b->failed;
 }
@@ -94,14 +103,29 @@ static int get_message(void *arg, const struct store_message *m)
     return b->failed;
 }
 
-static int do_get(struct store *st, struct req *r)
+/* The attempt log alone: {"ok":true,"id":N,"attempts":[...]}. */
+static int attempts_of(void *arg, const struct store_message *m)
+{
+    struct get_ctx *x = arg;
+
+    buf_printf(x->b, "{\"ok\":true,\"id\":%lld,\"status\":", (long long)m->id);
+    buf_json_str(x->b, msg_status_name(m->status));
+    buf_puts(x->b, ",\"attempts\":[");
+    if (x->st->ops->message_attempts(x->st, m, GET_ATTEMPTS_MAX, get_attempt, x) < 0)
+        return -1;
+    buf_puts(x->b, "]}\n");
+    return x->b->failed;
+}
+
+/* get and attempts: one message, its reply written by fn */
+static int do_message(struct store *st, struct req *r, int (*fn)(void *ctx, const struct store_message *m))
 {
     struct get_ctx x = {st, &r->reply, 0};
     int found = 0, rc;
 
     if (st->ops->snapshot_begin(st) < 0)
         return -1;
-    rc = st->ops->message_get(st, r->p.id, get_message, &x, &found);
+    rc = st->ops->message_get(st, r->p.id, fn, &x, &found);
     st->ops->snapshot_end(st);
     if (rc < 0)
         return -1;
@@ -160,6 +184,23 @@ static void put_latency(struct buf *b, const struct store_health *h)
     buf_json_str(b, breaker_state_name((enum breaker_state)h->state));
 }
 
+/* A token typed into the URL's query is masked as in attempt logs. */
+static void put_shown_url(struct buf *b, const struct store_endpoint_info *e)
+{
+    struct buf shown = {0};
+    cJSON *s = NULL;
+    const cJSON *mp = NULL;
+
+    if (e->settings && strstr(e->settings, "\"mask_params\"") && (s = cJSON_Parse(e->settings)))
+        mp = cJSON_GetObjectItemCaseSensitive(s, "mask_params");
+    if (e->url && tpl_mask_query(e->url, cJSON_IsString(mp) ? mp->valuestring : EP_MASK_DEFAULT, &shown) == 0)
+        put_str(b, shown.p);
+    else
+        put_str(b, NULL);
+    cJSON_Delete(s);
+    buf_free(&shown);
+}
+
 static int list_one(void *arg, const struct store_endpoint_info *e)
 {
     struct list_ctx *x = arg;
@@ -168,7 +209,7 @@ static int list_one(void *arg, const struct store_endpoint_info *e)
     buf_printf(b, "%s{\"id\":%lld,\"name\":", x->n++ ? "," : "", (long long)e->id);
     put_str(b, e->name);
     buf_puts(b, ",\"url\":");
-    put_str(b, e->url);
+    put_shown_url(b, e);
     buf_printf(b, ",\"source\":\"%s\",\"paused\":%s,\"event_types\":", e->from_config ? "config" : "api",
                e->paused ? "true" : "false");
     put_str(b, e->event_types);
@@ -344,7 +385,9 @@ int query_answer(struct store *st, const struct config *c, struct req *r)
     buf_reset(&r->reply);
     switch (r->p.op) {
     case OP_GET:
-        return do_get(st, r);
+        return do_message(st, r, get_message);
+    case OP_ATTEMPTS:
+        return do_message(st, r, attempts_of);
     case OP_STATS:
         return do_stats(st, r, now);
     case OP_ENDPOINT_LIST:

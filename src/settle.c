@@ -27,14 +27,19 @@ void settle_decide(const struct djob *j, const struct ep_settings *s, int64_t no
         r->next_attempt_at = now;
         return;
     }
-    oc = outcome_classify(j->http_status, j->errc);
+    oc = outcome_classify_ok(j->http_status, j->errc, j->ep->has_ok ? &j->ep->ok : NULL);
     r->attempts = attempts;
+    r->method = ep_method_name(j->ep->def.rq.method);
+    r->url = j->sent_url ? j->sent_url : j->ep->shown_url;
+    r->response = j->response;
     r->status_code = j->http_status;
     r->response_ms = j->response_ms;
     r->sample = j->sample;
     if (oc != OUTCOME_DELIVERED) {
         outcome_error_class(j->http_status, j->errc, out->error_class, sizeof out->error_class);
-        if (j->http_status)
+        if (j->http_status && j->errc == ERRC_BODY_MISMATCH)
+            snprintf(out->error, sizeof out->error, "HTTP %d: %s", j->http_status, j->error);
+        else if (j->http_status)
             snprintf(out->error, sizeof out->error, "HTTP %d%s%s", j->http_status, j->error[0] ? ": " : "",
                      j->error);
         else
@@ -104,6 +109,15 @@ static int endpoint_effects(struct registry *r, struct store *st, struct endpoin
         e->hold_until = row->hold_until;
     if (row->s.verdict == SETTLE_RETRY && row->s.next_attempt_at < e->next_due)
         e->next_due = row->s.next_attempt_at;
+    if (e->conf->order_tpl.nmacros && row->s.verdict != SETTLE_RETRY)
+        e->next_due = 0;   /* the next row of its key may go now */
+    if (j->errc == ERRC_TEMPLATE || j->errc == ERRC_TEMPLATE_MISSING) {
+        /* the message could not be built: nothing was sent, and it says
+         * nothing about the endpoint (its probe was not sent either) */
+        if (j->probe)
+            breaker_probe_abandoned(&e->br);
+        return 0;
+    }
     if (row->outcome == OUTCOME_GONE && !e->paused) {
         if (st->ops->endpoint_pause(st, e->id, 1, now) < 0)
             return -1;
@@ -148,7 +162,8 @@ int settle_results(struct registry *r, struct store *st, struct djob *list, int6
      * see the whole round trip's successes against the full window */
     for (j = list; j; j = j->next) {
         struct endpoint *e = registry_by_id(r, j->ep->id);
-        if (!e || !j->attempted || j->errc == ERRC_BLOCKED)   /* refused before sending: says nothing of load */
+        if (!e || !j->attempted || j->errc == ERRC_BLOCKED || j->errc == ERRC_TEMPLATE ||
+            j->errc == ERRC_TEMPLATE_MISSING)   /* never sent: says nothing of load */
             continue;
         registry_touch(r, e);
         limiter_record(&e->lim, limiter_signal_of(j->http_status, j->errc), j->response_ms, e->in_flight, now);

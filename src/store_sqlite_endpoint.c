@@ -74,7 +74,7 @@ int sq_endpoint_put(struct store *s, const struct ep_def *d, int from_config, in
     struct sq_store *q = (struct sq_store *)s;
     char *secrets = ep_json_strings(d->secrets, d->nsecrets);
     char *headers = ep_json_strings(d->headers, d->nheaders);
-    char *settings = ep_json_settings(&d->s);
+    char *settings = ep_json_overrides(d);
     sqlite3_stmt *st;
     int rc = -1, step;
 

@@ -44,6 +44,8 @@ int sq_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
         sqlite3_bind_text(st, 4, e->payload, (int)e->payload_len, SQLITE_STATIC);
         sqlite3_bind_int(st, 5, e->max_attempts);
         sqlite3_bind_int64(st, 6, now);
+        if (!e->claim)
+            sq_bind_text_or_null(st, 7, e->ordering_key);
         /* no RETURNING: it costs SQLite a temporary table per execution */
         if (sq_exec_stmt(q, st, "enqueue") < 0)
             return -1;
@@ -67,11 +69,11 @@ int sq_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
     return 0;
 }
 
-int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit,
+int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int ordered,
              int (*fn)(void *ctx, const struct store_claimed *row), void *ctx, int *n)
 {
     struct sq_store *q = (struct sq_store *)s;
-    sqlite3_stmt *st = sq_stmt(q, SQ_CLAIM);
+    sqlite3_stmt *st = sq_stmt(q, ordered ? SQ_CLAIM_ORDERED : SQ_CLAIM);
     struct store_claimed row;
     int rc, stopped = 0;
 
@@ -90,6 +92,7 @@ int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit,
         row.attempt_count = sqlite3_column_int(st, 3);
         row.max_attempts = sqlite3_column_int(st, 4);
         row.created_at = sqlite3_column_int64(st, 5);
+        row.event_type = (const char *)sqlite3_column_text(st, 6);
         if (fn(ctx, &row) != 0)
             stopped = 1;
         else
@@ -103,18 +106,17 @@ int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit,
     return 0;
 }
 
-int sq_next_due(struct store *s, int64_t endpoint_id, int64_t *at)
+int sq_next_due(struct store *s, int64_t endpoint_id, int ordered, int64_t *at)
 {
     struct sq_store *q = (struct sq_store *)s;
-    sqlite3_stmt *st = sq_stmt(q, SQ_NEXT_DUE);
+    sqlite3_stmt *st = sq_stmt(q, ordered ? SQ_NEXT_DUE_ORDERED : SQ_NEXT_DUE);
     int rc;
 
     sqlite3_bind_int64(st, 1, endpoint_id);
     rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *at = sq_col_or(st, 0, INT64_MAX);
+    *at = rc == SQLITE_ROW ? sq_col_or(st, 0, INT64_MAX) : INT64_MAX;
     sqlite3_reset(st);
-    return rc == SQLITE_ROW ? 0 : sq_fail(q, rc, "next due");
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "next due");
 }
 
 static int settle_row(struct sq_store *q, struct store_settle *r)
@@ -175,6 +177,9 @@ static int attempt_rows(struct sq_store *q, const struct store_settle *r)
     sq_bind_pos_or_null(st, 6, r->status_code);
     sq_bind_text_or_null(st, 7, r->error_class);
     sq_bind_text_or_null(st, 8, r->verdict == SETTLE_DELIVERED ? NULL : r->error);
+    sq_bind_text_or_null(st, 9, r->method);
+    sq_bind_text_or_null(st, 10, r->url);
+    sq_bind_text_or_null(st, 11, r->response);
     if (sq_exec_stmt(q, st, "attempt") < 0)
         return -1;
     if (!r->sample || r->ring_slot < 0)

@@ -140,6 +140,9 @@ int sq_message_attempts(struct store *s, const struct store_message *m, int limi
         a.status_code = (int)sq_col_or(st, 2, 0);
         a.error_class = col_text(st, 3);
         a.detail = col_text(st, 4);
+        a.method = col_text(st, 5);
+        a.url = col_text(st, 6);
+        a.response = col_text(st, 7);
         if (fn(ctx, &a) != 0) {
             sqlite3_reset(st);
             return store_fail(s, STORE_E_NOMEM, "get: out of memory");

@@ -12,11 +12,18 @@
     "h.last_failure_at, h.last_success_at, h.opened_at, h.cooldown_ms, h.slow_since, h.p50_ms, h.p95_ms, " \
     "h.p99_ms, coalesce(h.sample_count, 0), coalesce(h.ring_next, 0), h.concurrency_limit"
 
+/* Row q is not held back by an older row of its ordering key (the
+ * status test as idx_queue_order states it, so that index answers). */
+#define SQ_KEY_FREE                                                                                   \
+    "(q.ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_queue o "                           \
+    "WHERE o.endpoint_id = q.endpoint_id AND o.ordering_key = q.ordering_key AND o.id < q.id AND "   \
+    "o.ordering_key IS NOT NULL AND (o.status = 'pending' OR o.status = 'failed' OR o.status = 'in_flight')))"
+
 const char *const sq_sql[SQ__COUNT] = {
     /* ---- writer ---- */
     [SQ_INSERT] =
         "INSERT INTO webhook_queue (endpoint_id, event_id, event_type, payload, max_attempts, "
-        "created_at, next_attempt_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6) "
+        "created_at, next_attempt_at, ordering_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7) "
         "ON CONFLICT (endpoint_id, event_id) DO NOTHING",
     /* an enqueue the dispatcher takes at once: no claim statement later */
     [SQ_INSERT_CLAIMED] =
@@ -30,10 +37,22 @@ const char *const sq_sql[SQ__COUNT] = {
         "UPDATE webhook_queue SET status = 'in_flight', claimed_at = ?2 WHERE id IN ("
         "SELECT id FROM webhook_queue WHERE endpoint_id = ?1 AND status IN ('pending', 'failed') "
         "AND next_attempt_at <= ?2 ORDER BY next_attempt_at, id LIMIT ?3) "
-        "RETURNING id, event_id, payload, attempt_count, max_attempts, created_at",
+        "RETURNING id, event_id, payload, attempt_count, max_attempts, created_at, event_type",
     [SQ_NEXT_DUE] =
         "SELECT min(next_attempt_at) FROM webhook_queue "
         "WHERE endpoint_id = ?1 AND status IN ('pending', 'failed')",
+    /* an endpoint with an ordering_key: the same, skipping held-back rows */
+    [SQ_CLAIM_ORDERED] =
+        "UPDATE webhook_queue SET status = 'in_flight', claimed_at = ?2 WHERE id IN ("
+        "SELECT id FROM webhook_queue q WHERE endpoint_id = ?1 AND status IN ('pending', 'failed') "
+        "AND next_attempt_at <= ?2 AND " SQ_KEY_FREE " ORDER BY next_attempt_at, id LIMIT ?3) "
+        "RETURNING id, event_id, payload, attempt_count, max_attempts, created_at, event_type",
+    /* ORDER BY + LIMIT walks idx_queue_due and stops at the first
+     * claimable row; min() with the key test would read them all */
+    [SQ_NEXT_DUE_ORDERED] =
+        "SELECT next_attempt_at FROM webhook_queue q "
+        "WHERE endpoint_id = ?1 AND status IN ('pending', 'failed') AND " SQ_KEY_FREE " "
+        "ORDER BY next_attempt_at LIMIT 1",
     /* results change only rows still in flight: a row dead-lettered
      * meanwhile (its endpoint deleted) keeps its status */
     [SQ_DELIVERED] =
@@ -53,9 +72,10 @@ const char *const sq_sql[SQ__COUNT] = {
         "next_attempt_at = ?2 WHERE id = ?1 AND status = 'in_flight'",
     [SQ_ATTEMPT] =
         "INSERT INTO delivery_attempts (message_id, attempt, endpoint_id, at, response_ms, status_code, "
-        "error_class, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+        "error_class, detail, method, url, response) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
         "ON CONFLICT (message_id, attempt) DO UPDATE SET at = excluded.at, response_ms = excluded.response_ms, "
-        "status_code = excluded.status_code, error_class = excluded.error_class, detail = excluded.detail",
+        "status_code = excluded.status_code, error_class = excluded.error_class, detail = excluded.detail, "
+        "method = excluded.method, url = excluded.url, response = excluded.response",
     /* one B-tree write per sample, no cleanup: a fixed slot of the ring */
     [SQ_SAMPLE] =
         "INSERT INTO endpoint_latency (endpoint_id, slot, message_id, response_ms, status_code, measured_at) "
@@ -139,7 +159,7 @@ const char *const sq_sql[SQ__COUNT] = {
         "q.last_status_code, q.last_response_ms, length(CAST(q.payload AS BLOB)), q.last_error_class "
         "FROM webhook_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE q.id = ?1",
     [SQ_GET_ATTEMPTS] =
-        "SELECT at, response_ms, status_code, error_class, detail FROM delivery_attempts "
+        "SELECT at, response_ms, status_code, error_class, detail, method, url, response FROM delivery_attempts "
         "WHERE message_id = ?1 ORDER BY attempt LIMIT ?2",
     /* secrets are counted and header values cut off by SQLite itself:
      * neither ever reaches the reader's memory. ?1 = 0: no queue counts

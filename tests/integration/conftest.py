@@ -209,7 +209,13 @@ def render_ini(sections):
             if v is None:
                 continue
             for one in (v if isinstance(v, (list, tuple)) else [v]):
-                out.append("%s = %s" % (k, _ini_value(one)))
+                line = "%s = %s" % (k, _ini_value(one))
+                # inih's lines stop at 199 bytes: a long value goes on
+                # indented continuation lines, which hookd joins
+                while len(line) > 120 and k in ("url", "ordering_key", "event_types"):
+                    out.append(line[:120])
+                    line = "    " + line[120:]
+                out.append(line)
         out.append("")
     return "\n".join(out)
 
@@ -511,6 +517,7 @@ class Request:
         self.peer = peer
         self.t_done = None            # monotonic time the answer was sent (None: not answered)
         self.reply = None
+        self.line = None              # the raw request line, "GET /pb?x=1 HTTP/1.1"
 
     @property
     def event_id(self):
@@ -593,6 +600,7 @@ class Receiver:
         body = h.rfile.read(n) if n else b""
         headers = {k.lower(): v for k, v in h.headers.items()}
         req = Request(h.command, h.path, headers, body, time.time(), time.monotonic(), h.client_address)
+        req.line = h.requestline
         with self.lock:
             beh = self._behaviour(h.path)
         rep = _as_reply(beh, req)

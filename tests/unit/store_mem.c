@@ -22,12 +22,14 @@ struct mem_msg {
     char *last_error, *last_error_class;
     int last_status_code;
     int64_t last_response_ms;
+    char *ordering_key;
 };
 
 struct mem_attempt {
     int64_t endpoint_id, message_id, response_ms, at;
     int attempt, status_code;
     char *error_class, *detail;
+    char *method, *url, *response;
 };
 
 /* one slot of an endpoint's latency ring */
@@ -104,10 +106,14 @@ static void state_free(struct mem_state *s)
         free(s->msg[i].payload);
         free(s->msg[i].last_error);
         free(s->msg[i].last_error_class);
+        free(s->msg[i].ordering_key);
     }
     for (i = 0; i < s->natt; i++) {
         free(s->att[i].error_class);
         free(s->att[i].detail);
+        free(s->att[i].method);
+        free(s->att[i].url);
+        free(s->att[i].response);
     }
     for (i = 0; i < s->nep; i++)
         ep_def_free(&s->ep[i].def);
@@ -144,11 +150,15 @@ static void state_copy(struct mem_state *d, const struct mem_state *s)
         memcpy(m->payload, s->msg[i].payload, m->payload_len + 1);
         m->last_error = dup_or_null(m->last_error);
         m->last_error_class = dup_or_null(m->last_error_class);
+        m->ordering_key = dup_or_null(m->ordering_key);
     }
     for (i = 0; i < s->natt; i++) {
         d->att[i] = s->att[i];
         d->att[i].error_class = dup_or_null(s->att[i].error_class);
         d->att[i].detail = dup_or_null(s->att[i].detail);
+        d->att[i].method = dup_or_null(s->att[i].method);
+        d->att[i].url = dup_or_null(s->att[i].url);
+        d->att[i].response = dup_or_null(s->att[i].response);
     }
     for (i = 0; i < s->nep; i++) {
         d->ep[i] = s->ep[i];
@@ -350,12 +360,30 @@ static int m_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t
         m->max_attempts = v[i].max_attempts;
         m->created_at = m->next_attempt_at = now;
         m->last_response_ms = -1;
+        m->ordering_key = v[i].claim ? NULL : dup_or_null(v[i].ordering_key);
         v[i].id = m->id;
     }
     return 0;
 }
 
-static int m_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit,
+/* An older row of m's ordering key is waiting or in flight. */
+static int held_back(const struct mem_state *st, const struct mem_msg *m)
+{
+    size_t i;
+
+    if (!m->ordering_key)
+        return 0;
+    for (i = 0; i < st->nmsg; i++) {
+        const struct mem_msg *o = &st->msg[i];
+        if (o->id < m->id && o->endpoint_id == m->endpoint_id && o->ordering_key &&
+            strcmp(o->ordering_key, m->ordering_key) == 0 &&
+            (waiting(o) || o->status == MSG_IN_FLIGHT))
+            return 1;
+    }
+    return 0;
+}
+
+static int m_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int ordered,
                    int (*fn)(void *, const struct store_claimed *), void *ctx, int *n)
 {
     struct mem_state *st = ST(s);
@@ -369,7 +397,8 @@ static int m_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit,
         size_t i;
         for (i = 0; i < st->nmsg; i++) {
             struct mem_msg *m = &st->msg[i];
-            if (m->endpoint_id != endpoint_id || !waiting(m) || m->next_attempt_at > now)
+            if (m->endpoint_id != endpoint_id || !waiting(m) || m->next_attempt_at > now ||
+                (ordered && held_back(st, m)))
                 continue;
             if (!best || m->next_attempt_at < best->next_attempt_at ||
                 (m->next_attempt_at == best->next_attempt_at && m->id < best->id))
@@ -382,6 +411,7 @@ static int m_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit,
         row.id = best->id;
         row.endpoint_id = endpoint_id;
         row.event_id = best->event_id;
+        row.event_type = best->event_type;
         row.payload = best->payload;
         row.payload_len = best->payload_len;
         row.attempt_count = best->attempt_count;
@@ -394,14 +424,15 @@ static int m_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit,
     return 0;
 }
 
-static int m_next_due(struct store *s, int64_t endpoint_id, int64_t *at)
+static int m_next_due(struct store *s, int64_t endpoint_id, int ordered, int64_t *at)
 {
     struct mem_state *st = ST(s);
     size_t i;
 
     *at = INT64_MAX;
     for (i = 0; i < st->nmsg; i++)
-        if (st->msg[i].endpoint_id == endpoint_id && waiting(&st->msg[i]) && st->msg[i].next_attempt_at < *at)
+        if (st->msg[i].endpoint_id == endpoint_id && waiting(&st->msg[i]) && st->msg[i].next_attempt_at < *at &&
+            !(ordered && held_back(st, &st->msg[i])))
             *at = st->msg[i].next_attempt_at;
     return 0;
 }
@@ -456,6 +487,9 @@ static int m_settle(struct store *s, struct store_settle *v, size_t n)
         a->status_code = r->status_code;
         a->error_class = dup_or_null(r->error_class);
         a->detail = r->verdict == SETTLE_DELIVERED ? NULL : dup_or_null(r->error);
+        a->method = dup_or_null(r->method);
+        a->url = dup_or_null(r->url);
+        a->response = dup_or_null(r->response);
         if (r->sample && r->ring_slot >= 0) {
             struct mem_sample *x = NULL;
             size_t k;
@@ -515,6 +549,9 @@ static void attempts_drop(struct mem_state *st, int64_t message_id)
         if (st->att[i].message_id == message_id) {
             free(st->att[i].error_class);
             free(st->att[i].detail);
+            free(st->att[i].method);
+            free(st->att[i].url);
+            free(st->att[i].response);
             st->att[i] = st->att[--st->natt];
         } else {
             i++;
@@ -529,6 +566,7 @@ static void msg_drop(struct mem_state *st, size_t i)
     free(st->msg[i].payload);
     free(st->msg[i].last_error);
     free(st->msg[i].last_error_class);
+    free(st->msg[i].ordering_key);
     st->msg[i] = st->msg[--st->nmsg];
 }
 
@@ -800,6 +838,9 @@ static int m_message_attempts(struct store *s, const struct store_message *m, in
         a.status_code = st->att[i].status_code;
         a.error_class = st->att[i].error_class;
         a.detail = st->att[i].detail;
+        a.method = st->att[i].method;
+        a.url = st->att[i].url;
+        a.response = st->att[i].response;
         if (fn(ctx, &a))
             return store_fail(s, STORE_E_NOMEM, "attempts: stopped");
         n++;
@@ -899,7 +940,7 @@ static int m_endpoint_list(struct store *s, int with_queue, int (*fn)(void *, co
     qsort(v, st->nep, sizeof *v, by_name);
     for (i = 0; i < st->nep && rc == 0; i++) {
         struct store_endpoint_info e;
-        char *headers = header_names(&v[i]->def), *settings = ep_json_settings(&v[i]->def.s);
+        char *headers = header_names(&v[i]->def), *settings = ep_json_overrides(&v[i]->def);
         fill_info(st, v[i], with_queue, &e);
         e.header_names = headers;
         e.settings = settings;

@@ -224,6 +224,62 @@ static void test_durations_sizes(void **st)
     assert_int_equal(util_parse_size("1q", &v), -1);
 }
 
+/* Postback templates pass inih's 199-byte lines: indented lines continue
+ * a value; errors point at the line the value starts on. */
+static void test_postback_keys_and_continuations(void **st)
+{
+    struct config c;
+    char err[512];
+    const struct ep_def *e;
+
+    (void)st;
+    assert_int_equal(load_text(&c,
+                               "[storage]\npath = /tmp/x.db\n"
+                               "[endpoint.aff]\n"
+                               "url = https://t.example/postback?subid=#click_id#&status=#status#\n"
+                               "    &payout=#payout#&token=#secret#\n"
+                               "macro_style = hashes\n"
+                               "method = GET\n"
+                               "map.status = approved:1,\n"
+                               "  rejected:2\n"
+                               "success_body = success=true\n"
+                               "ordering_key = #transaction_id#\n",
+                               err, sizeof err),
+                     0);
+    e = &c.endpoints[0];
+    assert_string_equal(e->url, "https://t.example/postback?subid=#click_id#&status=#status#"
+                                "&payout=#payout#&token=#secret#");
+    assert_int_equal(e->rq.method, EP_GET);
+    assert_int_equal(e->rq.nmaps, 1);
+    assert_string_equal(e->rq.map_spec[0], "approved:1,rejected:2");
+    assert_string_equal(e->rq.ordering_key, "#transaction_id#");
+    config_free(&c);
+
+    /* a macro in the host, reported at the url's first line */
+    assert_int_equal(load_text(&c,
+                               "[storage]\npath = /tmp/x.db\n[endpoint.aff]\n"
+                               "url = https://{host}.example\n  /pb?x={a}\n",
+                               err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, ":4: [endpoint.aff]: url: macro in the scheme, host or port at position 9"));
+    config_free(&c);
+    assert_int_equal(load_text(&c,
+                               "[storage]\npath = /tmp/x.db\n[endpoint.aff]\nurl = https://t.example/\n"
+                               "method = POST\nordering_key = fixed\n",
+                               err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, ":6: [endpoint.aff]: ordering_key: holds no macro"));
+    config_free(&c);
+    /* two url lines in a row are not a continuation: the second wins */
+    assert_int_equal(load_text(&c,
+                               "[storage]\npath = /tmp/x.db\n[endpoint.aff]\nurl = https://a.example/\n"
+                               "url = https://b.example/\n",
+                               err, sizeof err),
+                     0);
+    assert_string_equal(c.endpoints[0].url, "https://b.example/");
+    config_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -232,6 +288,7 @@ int main(void)
         cmocka_unit_test(test_errors_name_file_line_key_value),
         cmocka_unit_test(test_secret_never_in_error),
         cmocka_unit_test(test_endpoints),
+        cmocka_unit_test(test_postback_keys_and_continuations),
         cmocka_unit_test(test_rate_windows),
         cmocka_unit_test(test_durations_sizes),
     };

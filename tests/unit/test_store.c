@@ -118,7 +118,7 @@ static int64_t put_endpoint(struct fx *f, const char *name, int from_config)
 
 static int64_t enqueue_at(struct fx *f, int64_t ep, const char *eid, int64_t now, int *dup)
 {
-    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, 0, 0, 0};
+    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, NULL, 0, 0, 0};
 
     begin(f);
     OK(f->w->ops->enqueue(f->w, &e, 1, now));
@@ -146,16 +146,21 @@ static int take(void *ctx, const struct store_claimed *row)
     return 0;
 }
 
-static struct claimed claim(struct fx *f, int64_t ep, int64_t now, int limit)
+static struct claimed claim_as(struct fx *f, int64_t ep, int64_t now, int limit, int ordered)
 {
     struct claimed c = {{0}, {0}, 0};
     int n = -1;
 
     begin(f);
-    OK(f->w->ops->claim(f->w, ep, now, limit, take, &c, &n));
+    OK(f->w->ops->claim(f->w, ep, now, limit, ordered, take, &c, &n));
     commit(f);
     assert_int_equal(n, c.n);
     return c;
+}
+
+static struct claimed claim(struct fx *f, int64_t ep, int64_t now, int limit)
+{
+    return claim_as(f, ep, now, limit, 0);
 }
 
 static int settle(struct fx *f, int64_t id, int64_t ep, enum store_verdict v, int attempts, int64_t at, int status,
@@ -177,6 +182,7 @@ struct got {
     char status[16], err[128], cls[32];
     int found;
     struct store_attempt a[16];
+    char a_method[16][8], a_url[16][96], a_resp[16][64];
     int na;
 };
 
@@ -198,6 +204,10 @@ static int keep_attempt(void *ctx, const struct store_attempt *a)
 
     g->a[g->na] = *a;
     g->a[g->na].error_class = g->a[g->na].detail = NULL;
+    snprintf(g->a_method[g->na], sizeof g->a_method[0], "%s", a->method ? a->method : "(null)");
+    snprintf(g->a_url[g->na], sizeof g->a_url[0], "%s", a->url ? a->url : "(null)");
+    snprintf(g->a_resp[g->na], sizeof g->a_resp[0], "%s", a->response ? a->response : "(null)");
+    g->a[g->na].method = g->a[g->na].url = g->a[g->na].response = NULL;
     g->na++;
     return 0;
 }
@@ -230,7 +240,7 @@ static void enqueue_dedups_per_endpoint(void **state)
     int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0);
     int dup;
     int64_t i1 = enqueue_at(f, a, "e1", T0, &dup), i2, i3;
-    struct store_enqueue two[2] = {{a, "e2", NULL, "[1]", 3, 5, 0, 0, 0}, {a, "e2", NULL, "[2]", 3, 5, 0, 0, 0}};
+    struct store_enqueue two[2] = {{a, "e2", NULL, "[1]", 3, 5, NULL, 0, 0, 0}, {a, "e2", NULL, "[2]", 3, 5, NULL, 0, 0, 0}};
 
     assert_false(dup);
     i2 = enqueue_at(f, a, "e1", T0 + 5, &dup);
@@ -260,12 +270,12 @@ static void claim_takes_due_rows_oldest_first(void **state)
     assert_int_equal(c.n, 1);
     assert_int_equal(c.id[0], x);
     assert_string_equal(status_of(f, x), "in_flight");
-    OK(f->w->ops->next_due(f->w, a, &at));
+    OK(f->w->ops->next_due(f->w, a, 0, &at));
     assert_int_equal(at, T0 + 10);
     c = claim(f, a, T0 + 100, 10);
     assert_int_equal(c.n, 1);
     assert_int_equal(c.id[0], y);
-    OK(f->w->ops->next_due(f->w, a, &at));
+    OK(f->w->ops->next_due(f->w, a, 0, &at));
     assert_true(at == INT64_MAX);
     /* the limit holds */
     for (int i = 0; i < 5; i++) {
@@ -275,6 +285,80 @@ static void claim_takes_due_rows_oldest_first(void **state)
     }
     assert_int_equal(claim(f, a, T0 + 300, 3).n, 3);
     assert_int_equal(claim(f, a, T0 + 300, 3).n, 2);
+}
+
+static int64_t enqueue_keyed(struct fx *f, int64_t ep, const char *eid, const char *key, int64_t now)
+{
+    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, key, 0, 0, 0};
+
+    begin(f);
+    OK(f->w->ops->enqueue(f->w, &e, 1, now));
+    commit(f);
+    return e.id;
+}
+
+/* A keyed row waits for every older row of its key; other keys and
+ * unkeyed rows do not. */
+static void claim_keeps_each_key_in_order(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), at;
+    int64_t a1 = enqueue_keyed(f, a, "a1", "A", T0), a2 = enqueue_keyed(f, a, "a2", "A", T0);
+    int64_t b1 = enqueue_keyed(f, a, "b1", "B", T0), n1 = enqueue_keyed(f, a, "n1", NULL, T0);
+    int64_t a3 = enqueue_keyed(f, a, "a3", "A", T0);
+    struct claimed c;
+
+    /* an endpoint without ordering takes every due row */
+    assert_int_equal(claim_as(f, a, T0 - 1, 10, 0).n, 0);
+    c = claim_as(f, a, T0, 10, 1);
+    assert_int_equal(c.n, 3);
+    assert_int_equal(c.id[0], a1);
+    assert_int_equal(c.id[1], b1);
+    assert_int_equal(c.id[2], n1);
+    OK(f->w->ops->next_due(f->w, a, 1, &at));
+    assert_true(at == INT64_MAX);                 /* a2, a3 are held back */
+    /* a1 fails: a2 stays held while a1 waits for its retry */
+    assert_true(settle(f, a1, a, SETTLE_RETRY, 1, T0 + 10, 503, 1, "http_503", "HTTP 503"));
+    assert_int_equal(claim_as(f, a, T0 + 20, 10, 1).n, 0);
+    OK(f->w->ops->next_due(f->w, a, 1, &at));
+    assert_int_equal(at, T0 + 1010);              /* a1's retry, not a2 */
+    c = claim_as(f, a, T0 + 1010, 10, 1);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.id[0], a1);
+    assert_true(settle(f, a1, a, SETTLE_DEAD, 2, T0 + 1020, 404, 1, "http_404", "HTTP 404"));
+    /* a dead letter releases the next one, and only it */
+    c = claim_as(f, a, T0 + 1030, 10, 1);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.id[0], a2);
+    assert_true(settle(f, a2, a, SETTLE_DELIVERED, 1, T0 + 1040, 200, 1, NULL, NULL));
+    c = claim_as(f, a, T0 + 1050, 10, 1);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.id[0], a3);
+}
+
+/* The attempt log keeps the request as sent (masked by the caller) and
+ * the response excerpt. */
+static void attempt_log_keeps_request_and_response(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), m = enqueue_at(f, a, "m", T0, NULL);
+    struct store_settle s = {.id = m, .endpoint_id = a, .verdict = SETTLE_RETRY, .attempts = 1,
+                             .next_attempt_at = T0 + 100, .at = T0 + 5, .status_code = 200, .response_ms = 3,
+                             .sample = 1, .ring_slot = 0, .error_class = "body_mismatch",
+                             .error = "HTTP 200: the response lacks the expected success_body", .method = "GET",
+                             .url = "https://t.example/pb?c=1&token=***", .response = "success=false;\\n"};
+    struct got g;
+
+    assert_int_equal(claim(f, a, T0, 10).n, 1);
+    begin(f);
+    OK(f->w->ops->settle(f->w, &s, 1));
+    commit(f);
+    g = get(f, m);
+    assert_int_equal(g.na, 1);
+    assert_string_equal(g.a_method[0], "GET");
+    assert_string_equal(g.a_url[0], "https://t.example/pb?c=1&token=***");
+    assert_string_equal(g.a_resp[0], "success=false;\\n");
+    assert_string_equal(g.cls, "body_mismatch");
 }
 
 static void settle_changes_only_rows_in_flight(void **state)
@@ -468,7 +552,7 @@ static void rollback_undoes_everything(void **state)
 {
     struct fx *f = *state;
     int64_t a = put_endpoint(f, "a", 0), id;
-    struct store_enqueue e = {a, "rb", NULL, "{\"a\":1}", 7, 3, 0, 0, 0};
+    struct store_enqueue e = {a, "rb", NULL, "{\"a\":1}", 7, 3, NULL, 0, 0, 0};
 
     id = enqueue_at(f, a, "kept", T0, NULL);
     begin(f);
@@ -794,6 +878,8 @@ static void stats_count_and_find_the_oldest(void **state)
 #define TABLE(setup)                                                                            \
     cmocka_unit_test_setup_teardown(enqueue_dedups_per_endpoint, setup, teardown),             \
         cmocka_unit_test_setup_teardown(claim_takes_due_rows_oldest_first, setup, teardown),   \
+        cmocka_unit_test_setup_teardown(claim_keeps_each_key_in_order, setup, teardown),       \
+        cmocka_unit_test_setup_teardown(attempt_log_keeps_request_and_response, setup, teardown), \
         cmocka_unit_test_setup_teardown(settle_changes_only_rows_in_flight, setup, teardown),  \
         cmocka_unit_test_setup_teardown(release_returns_untried_rows, setup, teardown),        \
         cmocka_unit_test_setup_teardown(recover_returns_in_flight_rows, setup, teardown),      \
