@@ -73,6 +73,11 @@ static int fail_at(struct load_ctx *x, int line, const char *section, const char
     int secret = (key && strcmp(key, "secret") == 0) || (value && strstr(value, "whsec_")) ||
                  (key && strstr(key, "whsec_"));
 
+    /* an indented line is a continuation whatever it says ("  secret =
+     * x" under a header): its text is not shown */
+    if (line > 0 && line < x->nlines && x->indented[line])
+        secret = 1;
+
     if (!x->failed)
         snprintf(x->err, x->errlen, "%s:%d: [%s] %s = '%s': %s", x->path, line, section,
                  key ? key : "", secret ? "(hidden)" : (value ? value : ""), why);

@@ -120,6 +120,15 @@ static void test_secret_never_in_error(void **st)
     assert_null(strstr(err, "TOPSECRET"));
     assert_non_null(strstr(err, "secret"));
     config_free(&c);
+    /* an indented line continues the key above it, whatever it says: a
+     * bad header continuation is reported without its text (found by
+     * fuzz_config) */
+    assert_int_equal(load_text(&c, "[endpoint.a]\nurl = https://x.example/\nheader = X-A: 1\n"
+                                   "  secret = ((TOPSECRET((X:\n", err, sizeof err),
+                     -1);
+    assert_null(strstr(err, "TOPSECRET"));
+    assert_non_null(strstr(err, ":4:"));
+    config_free(&c);
 }
 
 static void test_endpoints(void **st)
