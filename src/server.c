@@ -45,6 +45,9 @@ struct conn {
     int admin;
     struct buf in;
     struct buf out;
+    size_t out_off;          /* bytes of out already sent: a large reply
+                              * goes out in many sends, and moving the rest
+                              * to the front after each would be quadratic */
     struct req *head, *tail;  /* reply FIFO, request order */
     size_t pending;           /* requests not yet written (incl. in threads) */
     int eof;                  /* peer finished sending */
@@ -181,7 +184,7 @@ static void conn_update_events(struct conn *c)
 
     if (c->dead)
         return;
-    c->reading = !c->eof && c->pending < MAX_PENDING_PER_CONN && c->out.len < MAX_OUT_PER_CONN;
+    c->reading = !c->eof && c->pending < MAX_PENDING_PER_CONN && c->out.len - c->out_off < MAX_OUT_PER_CONN;
     ev.events = (c->reading ? EPOLLIN : 0) | (c->want_out ? EPOLLOUT : 0) | EPOLLRDHUP;
     ev.data.ptr = c;
     epoll_ctl(S.ep, EPOLL_CTL_MOD, c->fd, &ev);
@@ -197,9 +200,21 @@ static void conn_flush(struct conn *c)
     if (c->dead)
         return;
     while ((r = c->head) && r->done) {
-        if (buf_append(&c->out, r->reply.p ? r->reply.p : "", r->reply.len) < 0) {
-            conn_close(c);
-            return;
+        if (c->out_off == c->out.len && !c->out.failed) {
+            /* nothing waits: the reply becomes the output, uncopied */
+            buf_free(&c->out);
+            c->out = r->reply;
+            c->out_off = 0;
+            memset(&r->reply, 0, sizeof r->reply);
+        } else {
+            if (c->out_off >= c->out.len / 2) {
+                buf_consume(&c->out, c->out_off);   /* once per half: amortised */
+                c->out_off = 0;
+            }
+            if (buf_append(&c->out, r->reply.p ? r->reply.p : "", r->reply.len) < 0) {
+                conn_close(c);
+                return;
+            }
         }
         c->head = r->fifo;
         if (!c->head)
@@ -209,8 +224,8 @@ static void conn_flush(struct conn *c)
         buf_free(&r->reply);
         free(r);
     }
-    while (c->out.len) {
-        n = send(c->fd, c->out.p, c->out.len, MSG_NOSIGNAL);
+    while (c->out.len > c->out_off) {
+        n = send(c->fd, c->out.p + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -219,7 +234,15 @@ static void conn_flush(struct conn *c)
             conn_close(c);
             return;
         }
-        buf_consume(&c->out, (size_t)n);
+        c->out_off += (size_t)n;
+    }
+    if (c->out_off == c->out.len) {
+        /* a large reply's memory is not kept for the connection's life */
+        if (c->out.cap > ((size_t)1 << 20))
+            buf_free(&c->out);
+        else
+            buf_reset(&c->out);
+        c->out_off = 0;
     }
     c->want_out = c->out.len > 0;
     if (c->eof && c->pending == 0 && c->out.len == 0) {

@@ -80,15 +80,32 @@ int buf_puts(struct buf *b, const char *s)
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap)
 {
     va_list cp;
+    size_t room;
     int n;
 
-    va_copy(cp, ap);
-    n = vsnprintf(NULL, 0, fmt, cp);
-    va_end(cp);
-    if (n < 0)
-        b->failed = 1;
-    if (n < 0 || buf_reserve(b, (size_t)n) < 0)
+    if (b->failed)
         return -1;
+    /* format straight into the free space; only a text that does not
+     * fit is formatted twice (replies are built of many short pieces) */
+    room = b->p ? b->cap - b->len : 0;
+    va_copy(cp, ap);
+    n = room ? vsnprintf(b->p + b->len, room, fmt, cp) : vsnprintf(NULL, 0, fmt, cp);
+    va_end(cp);
+    if (n < 0) {
+        b->failed = 1;
+        if (b->p)
+            b->p[b->len] = '\0';
+        return -1;
+    }
+    if ((size_t)n < room) {
+        b->len += (size_t)n;
+        return 0;
+    }
+    if (buf_reserve(b, (size_t)n) < 0) {
+        if (b->p)
+            b->p[b->len] = '\0';   /* the partial text is not part of the content */
+        return -1;
+    }
     vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
     b->len += (size_t)n;
     return 0;
