@@ -67,6 +67,21 @@ def wait_until(pred, timeout=10.0, interval=0.02, msg=None):
         time.sleep(interval)
 
 
+# ---------------------------------------------------------------- percentiles
+
+def pct(values, p):
+    """The p-th percentile (0..100) by linear interpolation between the
+    closest ranks: PostgreSQL's percentile_cont(p / 100), which is what
+    the seed design and hookd's rollup compute. NaN for no values."""
+    v = sorted(values)
+    if not v:
+        return float("nan")
+    k = (len(v) - 1) * p / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
 # ---------------------------------------------------------------- signatures
 
 def sign(secret, msg_id, ts, body):
@@ -378,6 +393,16 @@ class Daemon:
 
     def statuses(self):
         return dict(self.sql("SELECT status, count(*) FROM webhook_queue GROUP BY status"))
+
+    def idle(self, timeout=10.0):
+        """Wait until hookd has nothing left to send: no message pending,
+        awaiting a retry or in flight (its own counts). A negative check
+        ("no 4th attempt", "never sent") holds from then on, without
+        sleeping for a guessed time."""
+        def quiet():
+            s = self.stats()
+            return s["pending"] == 0 and s["awaiting_retry"] == 0 and s["in_flight"] == 0
+        wait_until(quiet, timeout, msg="hookd idle (nothing pending, retrying or in flight)")
 
     def wait_status(self, mid, want, timeout=10.0):
         want = (want,) if isinstance(want, str) else tuple(want)

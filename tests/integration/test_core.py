@@ -449,7 +449,7 @@ def test_sigterm_is_prompt_when_idle(hookd):
     """Nothing in flight: SIGTERM to exit well under a second or two (no
     waiting for a periodic timer)."""
     d = hookd(endpoints={"a": PARKED})
-    time.sleep(0.2)
+    d.idle()   # serving, nothing to do
     t0 = time.monotonic()
     assert d.terminate(timeout=30) == 0
     took = time.monotonic() - t0
@@ -513,7 +513,8 @@ def test_second_instance_leaves_live_queue_alone(hookd, receiver):
     assert d.status(r["id"]) == "in_flight", (
         "the refused second instance changed a live in-flight row to %r; its stderr:\n%s"
         % (d.status(r["id"]), p.stderr.decode(errors="replace")))
-    time.sleep(0.5)
+    # the second instance has exited: had it sent the row, the receiver
+    # would have it by now
     assert rcv.count() == 1, "the in-flight message was sent again"
 
 

@@ -17,21 +17,11 @@ import time
 
 import pytest
 
-from conftest import wait_until
+from conftest import pct, wait_until
 
 DONE = ("delivered", "dead_letter")
 TIMEOUT_S = 1.0
 SLACK_S = 1.5          # scheduling on a shared 2-core box, curl's timer granularity
-
-
-def pct(values, p):
-    v = sorted(values)
-    if not v:
-        return float("nan")
-    k = (len(v) - 1) * p / 100.0
-    lo = int(k)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (k - lo)
 
 
 # ------------------------------------------------------------------ a raw HTTP server

@@ -19,7 +19,6 @@ import os
 import re
 import signal
 import subprocess
-import time
 
 import pytest
 
@@ -130,7 +129,10 @@ def test_no_secret_or_payload_in_logs_or_cli_output(hookd, receiver):
     wait_until(lambda: "reload" in d.log(), 10, msg="reload logged")
     d.cfg.write_text(good_cfg)
     d.proc.send_signal(signal.SIGHUP)
-    time.sleep(0.8)   # a rollup and a health summary at debug level
+    # logged after the second reload: a rollup and a health summary
+    mark = d.log().count("event=health_summary")
+    wait_until(lambda: d.log().count("event=health_summary") > mark and "event=rollup " in d.log(), 10,
+               msg="a rollup and a health summary logged")
 
     seen_sigs = set()
     for q in rcv.snapshot():
