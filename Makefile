@@ -63,6 +63,7 @@ LIB_SRCS := \
 	src/query.c \
 	src/reader.c \
 	src/deliver.c \
+	src/ctlsock.c \
 	src/server.c \
 	src/client.c \
 	src/cli_args.c \

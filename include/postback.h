@@ -18,7 +18,11 @@
 struct postback_req {
     struct buf url;      /* as sent */
     struct buf shown;    /* as logged: {secret} and mask_params values masked */
-    struct buf body;     /* form bodies; json uses the payload itself */
+    struct buf body;     /* form bodies */
+    /* what to send, once built: the URL, and the body (the payload itself
+     * for json, the form, or empty) */
+    const char *send_url, *send_body;
+    size_t send_len;
 };
 
 struct postback_msg {

@@ -300,31 +300,19 @@ static void xfer_destroy(struct xfer *x)
     free(x);
 }
 
-/* The URL and body of a templated request (x's buffers hold them), and
- * the URL as the attempt log shows it. -1: the job failed in place. */
-static int request_of(struct xfer *x, struct djob *j, const char **url, const char **body, size_t *blen)
+/* A templated request into x->rq, and the URL as the attempt log shows
+ * it. -1: the job failed in place. */
+static int request_of(struct xfer *x, struct djob *j)
 {
-    struct ep_conf *e = j->ep;
     struct postback_msg m = {j->event_id, j->event_type, j->payload, j->payload_len, j->attempt_count + 1,
                              j->started_at / 1000};
-    enum errclass ec;
-    char why[200];
+    enum errclass ec = ERRC_INTERNAL;
+    char why[200] = "out of memory";
 
-    if (postback_build(e, &m, &x->rq, &ec, why, sizeof why) < 0) {
+    if (postback_build(j->ep, &m, &x->rq, &ec, why, sizeof why) < 0 ||
+        (j->ep->url_tpl.nmacros && !(j->sent_url = strdup(x->rq.shown.p)))) {
         job_fail_now(j, ec, why);
         return -1;
-    }
-    if (e->url_tpl.nmacros && !(j->sent_url = strdup(x->rq.shown.p))) {
-        job_fail_now(j, ERRC_INTERNAL, "out of memory");
-        return -1;
-    }
-    *url = x->rq.url.p;
-    if (e->body == EP_BODY_FORM) {
-        *body = x->rq.body.p;
-        *blen = x->rq.body.len;
-    } else if (e->body == EP_BODY_NONE) {
-        *body = "";
-        *blen = 0;
     }
     return 0;
 }
@@ -346,9 +334,14 @@ static int start_transfer(struct dthread *t, struct djob *j, int counted)
     }
     x->job = j;
     x->counted = counted;
-    if (!e->plain && request_of(x, j, &url, &body, &blen) < 0) {
-        xfer_put(t, x);
-        return -1;
+    if (!e->plain) {
+        if (request_of(x, j) < 0) {
+            xfer_put(t, x);
+            return -1;
+        }
+        url = x->rq.send_url;
+        body = x->rq.send_body;
+        blen = x->rq.send_len;
     }
     if (build_headers(x, j->started_at / 1000, body, blen) < 0) {
         job_fail_now(j, ERRC_INTERNAL, "cannot build request headers");

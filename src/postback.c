@@ -55,6 +55,17 @@ int postback_build(const struct ep_conf *e, const struct postback_msg *m, struct
     }
     switch (r) {
     case TPL_OK:
+        rq->send_url = rq->url.p;
+        if (e->body == EP_BODY_FORM) {
+            rq->send_body = rq->body.p;
+            rq->send_len = rq->body.len;
+        } else if (e->body == EP_BODY_NONE) {
+            rq->send_body = "";
+            rq->send_len = 0;
+        } else {
+            rq->send_body = m->payload;
+            rq->send_len = m->payload_len;
+        }
         return 0;
     case TPL_MISSING:
         *errc = ERRC_TEMPLATE_MISSING;

@@ -4,6 +4,7 @@
  * through a completion list and an eventfd, written in request order. */
 #include "server.h"
 #include "cron.h"
+#include "ctlsock.h"
 #include "deliver.h"
 #include "log.h"
 #include "proto.h"
@@ -16,10 +17,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <libgen.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,7 +29,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #define READ_CHUNK 65536
@@ -378,35 +375,6 @@ static void conn_read(struct conn *c)
     }
 }
 
-static int peer_is_admin(uid_t uid, gid_t gid)
-{
-    const struct config *c = S.c;
-    size_t i;
-
-    if (uid == 0 || uid == geteuid())
-        return 1;
-    for (i = 0; i < c->n_admin_uid; i++)
-        if (c->admin_uid[i] == uid)
-            return 1;
-    for (i = 0; i < c->n_admin_gid; i++)
-        if (c->admin_gid[i] == gid)
-            return 1;
-    if (c->n_admin_gid) {
-        /* supplementary groups of the peer's user */
-        struct passwd pw, *res = NULL;
-        char tmp[4096];
-        gid_t groups[256];
-        int ng = 256, k;
-        if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &res) == 0 && res &&
-            getgrouplist(pw.pw_name, pw.pw_gid, groups, &ng) >= 0)
-            for (k = 0; k < ng; k++)
-                for (i = 0; i < c->n_admin_gid; i++)
-                    if (groups[k] == c->admin_gid[i])
-                        return 1;
-    }
-    return 0;
-}
-
 static void do_accept(void)
 {
     for (;;) {
@@ -442,7 +410,7 @@ static void do_accept(void)
         c->fd = fd;
         c->uid = cr.uid;
         c->pid = cr.pid;
-        c->admin = peer_is_admin(cr.uid, cr.gid);
+        c->admin = ctlsock_peer_is_admin(S.c, cr.uid, cr.gid);
         c->reading = 1;
         ev.events = EPOLLIN | EPOLLRDHUP;
         ev.data.ptr = c;
@@ -501,71 +469,6 @@ static void fatal_exit(int status)
         unlink(S.c->socket_path);
     log_error("exiting", "status=%d reason=\"storage I/O error\"", status);
     _exit(status);
-}
-
-/* ---- socket set-up ---- */
-
-static int make_socket(char *err, size_t errlen)
-{
-    const struct config *c = S.c;
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    char *copy = strdup(c->socket_path), *dir;
-    struct stat st;
-    gid_t gid = (gid_t)-1;
-    int fd = -1, probe;
-
-    if (!copy)
-        return -1;
-    dir = dirname(copy);
-    if (*c->group) {
-        struct group *g = getgrnam(c->group);
-        if (g)
-            gid = g->gr_gid;
-    }
-    if (mkdir(dir, 0750) == 0) {
-        if (gid != (gid_t)-1 && chown(dir, (uid_t)-1, gid) < 0)
-            log_warn("chown_failed", "path=%s err=\"%s\"", dir, strerror(errno));
-    } else if (errno != EEXIST) {
-        snprintf(err, errlen, "cannot create socket directory %s: %s", dir, strerror(errno));
-        goto fail;
-    }
-    util_strlcpy(sa.sun_path, c->socket_path, sizeof sa.sun_path);
-    if (lstat(c->socket_path, &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) {
-            snprintf(err, errlen, "%s exists and is not a socket; refusing to replace it", c->socket_path);
-            goto fail;
-        }
-        probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0) {
-            close(probe);
-            snprintf(err, errlen, "another hookd is serving %s", c->socket_path);
-            goto fail;
-        }
-        if (probe >= 0)
-            close(probe);
-        unlink(c->socket_path);  /* stale, from a crash */
-    }
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-        snprintf(err, errlen, "cannot bind %s: %s", c->socket_path, strerror(errno));
-        goto fail;
-    }
-    if (chmod(c->socket_path, 0660) < 0 ||
-        (gid != (gid_t)-1 && chown(c->socket_path, (uid_t)-1, gid) < 0)) {
-        snprintf(err, errlen, "cannot set mode/group of %s: %s", c->socket_path, strerror(errno));
-        goto fail;
-    }
-    if (listen(fd, 4096) < 0) {
-        snprintf(err, errlen, "cannot listen on %s: %s", c->socket_path, strerror(errno));
-        goto fail;
-    }
-    free(copy);
-    return fd;
-fail:
-    if (fd >= 0)
-        close(fd);
-    free(copy);
-    return -1;
 }
 
 /* Stop the threads in flow order: the writer first (it stops claiming,
@@ -627,7 +530,7 @@ static int start(const struct config *c, char *err, size_t errlen)
     cron_init(&S.jobs, util_mono_ms());
     if (store_open(c, STORE_WRITER, &st, err, errlen) < 0 || writer_create(&S.w, c, st, &S.jobs, err, errlen) < 0)
         return -1;
-    if ((S.lfd = make_socket(err, errlen)) < 0)
+    if ((S.lfd = ctlsock_open(S.c, err, errlen)) < 0)
         return -1;
     S.ep = epoll_create1(EPOLL_CLOEXEC);
     S.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

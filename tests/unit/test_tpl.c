@@ -333,12 +333,13 @@ static void test_endpoint_request(void **state)
     struct ep_def d;
     struct ep_settings dflt;
     struct ep_conf *c;
-    struct postback_req rq = {{0}, {0}, {0}};
+    struct postback_req rq;
     struct postback_msg m = {"evt_9", "sale", "{\"c\":\"x y\",\"s\":\"approved\"}", 26, 2, 1796000000};
     enum errclass ec = ERRC_NONE;
     char err[200], why[200];
 
     (void)state;
+    memset(&rq, 0, sizeof rq);
     ep_def_init(&d);
     memset(&dflt, 0, sizeof dflt);
     strcpy(d.name, "aff");
@@ -363,6 +364,9 @@ static void test_endpoint_request(void **state)
     assert_string_equal(rq.url.p,
                         "https://t.example/pb?c=x%20y&s=1&tok=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw&key=lit");
     assert_string_equal(rq.shown.p, "https://t.example/pb?c=x%20y&s=1&tok=***&key=***");
+    assert_ptr_equal(rq.send_url, rq.url.p);
+    assert_string_equal(rq.send_body, "");   /* a GET sends no body */
+    assert_int_equal(rq.send_len, 0);
     ep_conf_unref(c);
     /* a raw value that would add a fragment is refused by the URL check */
     assert_int_equal(ep_def_set(&d, "url", "https://t.example/pb?c=#c|raw#", err, sizeof err), 0);
