@@ -53,6 +53,10 @@ uint64_t util_hash(const char *s, size_t n, int fold);
 /* Copy at most n-1 bytes and terminate. */
 void util_strlcpy(char *dst, const char *src, size_t n);
 
+/* Blank out control and non-ASCII bytes in place (error texts that
+ * quote a response). */
+void util_printable(char *s);
+
 /* UTF-8 well-formedness (no overlongs, no surrogates, <= U+10FFFF). */
 int util_utf8_valid(const char *s, size_t n);
 

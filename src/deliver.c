@@ -85,19 +85,6 @@ struct deliver {
     unsigned rr;                        /* atomic */
 };
 
-void djob_free(struct djob *j)
-{
-    if (!j)
-        return;
-    ep_conf_unref(j->ep);
-    free(j->event_id);
-    free(j->event_type);
-    free(j->payload);
-    free(j->sent_url);
-    free(j->response);
-    free(j);
-}
-
 static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
 {
     struct xfer *x = clientp;
@@ -430,13 +417,6 @@ static void launch(struct dthread *t, struct djob *j, struct djob ***dtail)
         run_counted(t, j, r == 0, dtail);
 }
 
-static void printable(char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
-            *s = ' ';
-}
-
 static void finish_transfer(struct dthread *t, struct xfer *x, CURLcode rc)
 {
     struct djob *j = x->job;
@@ -471,7 +451,7 @@ static void finish_transfer(struct dthread *t, struct xfer *x, CURLcode rc)
             snprintf(j->error, sizeof j->error, "the response lacks the expected success_body");
         } else if (!ok) {
             x->snippet[x->snip_len] = '\0';
-            printable(x->snippet);
+            util_printable(x->snippet);
             util_strlcpy(j->error, x->snippet, 121);
         }
     } else if (x->blocked) {
@@ -489,7 +469,7 @@ static void finish_transfer(struct dthread *t, struct xfer *x, CURLcode rc)
             util_strlcpy(j->error, curl_easy_strerror(rc), sizeof j->error);
         else
             util_strlcpy(j->error, x->errbuf, sizeof j->error);
-        printable(j->error);
+        util_printable(j->error);
     }
     curl_multi_remove_handle(t->multi, x->easy);
     unlink_active(t, x);

@@ -11,6 +11,20 @@ struct claim_ctx {
     struct djob **tail;
 };
 
+/* djob (deliver.h) is made here; whoever holds it last frees it */
+void djob_free(struct djob *j)
+{
+    if (!j)
+        return;
+    ep_conf_unref(j->ep);
+    free(j->event_id);
+    free(j->event_type);
+    free(j->payload);
+    free(j->sent_url);
+    free(j->response);
+    free(j);
+}
+
 struct djob *dispatch_job(struct endpoint *e, const struct store_claimed *row, int probe)
 {
     struct djob *j = calloc(1, sizeof *j);

@@ -387,3 +387,10 @@ int util_utf8_valid(const char *s, size_t n)
     }
     return 1;
 }
+
+void util_printable(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+            *s = ' ';
+}
