@@ -42,7 +42,9 @@ LIB_SRCS := \
 	src/req.c \
 	src/endpoint.c \
 	src/postback.c \
+	src/opsev.c \
 	src/counters.c \
+	src/epstats.c \
 	src/metrics.c \
 	src/cron.c \
 	src/store.c \
@@ -54,6 +56,7 @@ LIB_SRCS := \
 	src/store_sqlite_read.c \
 	src/store_open.c \
 	src/registry.c \
+	src/notify.c \
 	src/settle.c \
 	src/dispatch.c \
 	src/intake.c \

@@ -19,6 +19,8 @@ struct breaker {
     int64_t cooldown_ms;         /* current cooldown */
     int64_t last_failure_at;
     int64_t last_success_at;
+    int64_t failing_since;       /* first failure of the current run (0: the last
+                                  * attempt succeeded, or none yet) */
     int probe_in_flight;         /* half_open: 1 while the single probe is out */
 };
 
@@ -52,6 +54,10 @@ enum breaker_admit breaker_admit(struct breaker *b, int64_t now_ms,
 void breaker_record(struct breaker *b, const struct breaker_cfg *c, int success,
                     int was_probe, uint32_t threshold, int64_t now_ms,
                     struct breaker_transition *t);
+
+/* Has the endpoint failed without a success for at least after_ms?
+ * (after_ms <= 0: never.) Auto-disable asks it after each failure. */
+int breaker_failing_for(const struct breaker *b, int64_t after_ms, int64_t now_ms);
 
 /* A probe that never produced a result (shutdown, crash recovery) frees the
  * probe slot without counting as success or failure. */

@@ -65,6 +65,15 @@ struct config {
     int64_t cleanup_chunk;
     int64_t cleanup_interval_ms;
     int64_t checkpoint_interval_ms;
+    /* [ops] */
+    char *ops_endpoint;       /* "": no operational events */
+    char *ops_event_types;
+    unsigned ops_event_mask;  /* parsed from ops_event_types */
+    int64_t ops_quiet_ms;
+    char *ops_min_free;
+    double ops_min_free_pct;  /* parsed from ops_min_free (-1: not given) */
+    int64_t ops_min_free_bytes;
+    int64_t ops_space_interval_ms;
     /* [metrics] */
     char *metrics_file;
     int64_t metrics_interval_ms;

@@ -41,6 +41,7 @@ struct ep_settings {
     int64_t max_cooldown_ms;
     struct ep_rates rate;
     int64_t burst;
+    int64_t disable_after_ms;  /* failing without a success this long: disabled (0 never) */
 };
 
 /* How a delivery's request is built (affiliate postbacks): everything 0

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "cron.h"
+#include "opsev.h"
 #include "req.h"
 #include "store.h"
 
@@ -17,11 +18,13 @@ struct reader;
 
 /* A finished rollup; ownership of v moves to the sink. */
 typedef void (*reader_rollup_fn)(void *ctx, struct store_rollup *v, size_t n);
+/* An alert that started (operational event); the sink copies it. */
+typedef void (*reader_event_fn)(void *ctx, const struct opsev *ev);
 
 /* Opens its own reader store, registers its jobs in cron (runner
  * CRON_READER) and starts the thread. */
 int reader_start(struct reader **out, const struct config *c, struct cron *cron, reader_rollup_fn sink,
-                 void *sink_ctx, char *err, size_t errlen);
+                 reader_event_fn event_sink, void *sink_ctx, char *err, size_t errlen);
 void reader_submit(struct reader *rd, struct req *r);
 /* Answer what is queued with shutting_down, join, free. */
 void reader_stop(struct reader *rd);

@@ -18,6 +18,8 @@
 #include "endpoint.h"
 #include "limiter.h"
 #include "log.h"
+#include "notify.h"
+#include "opsev.h"
 #include "store.h"
 #include "tbucket.h"
 
@@ -27,6 +29,7 @@ struct endpoint {
     int64_t id;
     int from_config;
     int paused;
+    int is_ops;                  /* the [ops] endpoint: no fan-out, no events about itself */
     int in_flight;
     struct limiter lim;          /* how many may be in flight now (<= max_in_flight) */
     struct breaker br;
@@ -44,6 +47,7 @@ struct endpoint {
     struct endpoint *next_id, *next_name;   /* hash chains */
     size_t slot;                 /* index in the dense array */
     uint32_t touched;            /* the round its state was saved in */
+    struct opsev_flap flap;      /* breaker events' quiet period */
 };
 
 struct registry_undo {
@@ -73,6 +77,10 @@ struct registry {
     /* breaker transition lines: a budget, and what it held back by state */
     struct log_budget tlog;
     long held_to[3];             /* indexed by enum breaker_state */
+    /* operational events (the writer's; NULL: none) */
+    struct notify *notify;
+    size_t flapping;             /* endpoints holding breaker events (a hint,
+                                  * recounted by registry_ops_tick) */
 };
 
 int registry_init(struct registry *r, const struct config *c);
@@ -111,8 +119,16 @@ void endpoint_health_row(const struct endpoint *e, struct store_health *out);
  * breaker_transitions line with the counts (10,000 endpoints failing at
  * once would otherwise write tens of thousands of lines). now: wall ms. */
 #define REGISTRY_TRANSITION_LINES 20
-void registry_log_transition(struct registry *r, const struct endpoint *e, const struct breaker_transition *t,
+void registry_log_transition(struct registry *r, struct endpoint *e, const struct breaker_transition *t,
                              int64_t now);
 void registry_log_flush(struct registry *r, int64_t now);
+
+/* Queue an operational event (if r has a notify and it is wanted). */
+void registry_notify(struct registry *r, const struct opsev *ev);
+/* Summaries of breaker events held in a quiet period that is over. */
+void registry_ops_tick(struct registry *r, int64_t now);
+/* Store the waiting operational events as rows of the ops endpoint, in
+ * the caller's transaction, and wake that endpoint. */
+int registry_notify_flush(struct registry *r, struct store *st, int64_t now);
 
 #endif

@@ -133,6 +133,7 @@ struct store_health {
     int64_t slow_since;          /* 0: threshold not lowered by the slow scan */
     int64_t ring_next;           /* the latency ring's next slot */
     int64_t concurrency_limit;   /* the adaptive limit when saved (0: unknown) */
+    int64_t failing_since;       /* the current run of failures began (0: not failing) */
     /* latency rollup (health_load and the reads; ignored by health_save) */
     int has_latency;
     int64_t p50_ms, p95_ms, p99_ms, sample_count;
@@ -198,12 +199,14 @@ struct store_endpoint_info {
     int64_t id;
     const char *name, *url;
     int from_config, paused;
+    const char *pause_reason;    /* NULL: not paused, or paused before schema 7 */
     const char *event_types;     /* NULL: none */
     int nsecrets;                /* a count: secret values never leave the backend */
     const char *header_names;    /* JSON array of header names (values never leave) */
     const char *settings;        /* JSON object of the endpoint's overrides */
     struct store_health h;       /* defaults (closed, no latency) when never saved */
     int64_t queue[MSG__COUNT];   /* rows per status */
+    int64_t oldest_waiting;      /* created_at of its oldest pending or failed row (0: none) */
 };
 
 struct store_dead_group {
@@ -264,7 +267,9 @@ struct store_ops {
     /* Its undelivered rows (in_flight too) become dead letters with class
      * endpoint_deleted; *dead counts them. */
     int (*endpoint_delete)(struct store *s, int64_t id, int64_t now, int64_t *dead);
-    int (*endpoint_pause)(struct store *s, int64_t id, int paused, int64_t now);
+    /* paused with a reason ("operator", "410 Gone", "disabled: ...");
+     * resuming (paused 0) clears the reason */
+    int (*endpoint_pause)(struct store *s, int64_t id, int paused, const char *reason, int64_t now);
     int (*health_save)(struct store *s, const struct store_health *v, size_t n);
     int (*rollup_save)(struct store *s, const struct store_rollup *v, size_t n);
     /* The latency ring holds `slots` samples per endpoint: slots above go. */

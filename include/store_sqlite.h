@@ -64,9 +64,10 @@ void sq_bind_text_or_null(sqlite3_stmt *st, int i, const char *s);
 void sq_bind_pos_or_null(sqlite3_stmt *st, int i, int64_t v);
 /* The column as int64, null_value for NULL. */
 int64_t sq_col_or(sqlite3_stmt *st, int col, int64_t null_value);
-/* endpoint_health's columns from first on (SQ_HEALTH_COLS' order: 14 of
- * them), and the whole table's SELECT in that order after endpoint_id,
- * endpoint_url. */
+/* endpoint_health's columns from first on (SQ_HEALTH_COLS' order:
+ * SQ_HEALTH_NCOLS of them), and the whole table's SELECT in that order
+ * after endpoint_id, endpoint_url. */
+#define SQ_HEALTH_NCOLS 15
 void sq_health_cols(sqlite3_stmt *st, int first, struct store_health *h);
 const char *sq_health_select(void);
 
@@ -87,7 +88,7 @@ int sq_health_load(struct store *s, int (*fn)(void *ctx, const struct store_heal
 int sq_endpoint_put(struct store *s, const struct ep_def *d, int from_config, int64_t now, int64_t *id,
                     int *created);
 int sq_endpoint_delete(struct store *s, int64_t id, int64_t now, int64_t *dead);
-int sq_endpoint_pause(struct store *s, int64_t id, int paused, int64_t now);
+int sq_endpoint_pause(struct store *s, int64_t id, int paused, const char *reason, int64_t now);
 int sq_health_save(struct store *s, const struct store_health *v, size_t n);
 int sq_rollup_save(struct store *s, const struct store_rollup *v, size_t n);
 int sq_latency_ring_size(struct store *s, int64_t slots);

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "cron.h"
 #include "deliver.h"
+#include "opsev.h"
 #include "req.h"
 #include "store.h"
 
@@ -43,6 +44,8 @@ void writer_reload(struct writer *w, struct config *c);
 /* A rollup computed by the reader (reader_rollup_fn): ownership of v moves
  * to the writer. */
 void writer_rollup(void *w, struct store_rollup *v, size_t n);
+/* An operational event raised by the reader (reader_event_fn): copied. */
+void writer_event(void *w, const struct opsev *ev);
 /* Stop claiming, wait for deliveries (up to the grace period), commit
  * everything, return unattempted rows to the queue; joins the thread. */
 void writer_stop(struct writer *w, struct deliver *d);

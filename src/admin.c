@@ -131,10 +131,23 @@ int admin_handle(struct registry *r, struct store *st, struct req *q, int64_t no
     case OP_PAUSE:
     case OP_RESUME: {
         int paused = q->p.op == OP_PAUSE;
+        if (r->notify)
+            notify_round_begin(r->notify);   /* its event stands or falls with it */
+        if (e->paused != paused) {
+            struct opsev ev;
+            opsev_init(&ev, paused ? OPSEV_PAUSED : OPSEV_ENABLED, now, e->conf->def.name, "operator");
+            opsev_fig(&ev, "consecutive_failures", e->br.consecutive_failures);
+            registry_notify(r, &ev);
+        }
         if (begin(st, q) < 0)
-            return -1;
-        if (st->ops->endpoint_pause(st, e->id, paused, now) < 0 || st->ops->commit(st) < 0)
-            return store_error(st, q);
+            goto undo;
+        if (st->ops->endpoint_pause(st, e->id, paused, "operator", now) < 0 ||
+            registry_notify_flush(r, st, now) < 0 || st->ops->commit(st) < 0) {
+            store_error(st, q);
+            goto undo;
+        }
+        if (r->notify)
+            notify_committed(r->notify);
         if (e->paused != paused)
             log_info(paused ? "endpoint_paused" : "endpoint_resumed", "endpoint=%s reason=operator", e->conf->def.name);
         e->paused = paused;
@@ -148,6 +161,11 @@ int admin_handle(struct registry *r, struct store *st, struct req *q, int64_t no
         req_error(q, PERR_INTERNAL, "op %s is not an admin op", proto_op_name(q->p.op));
         return 0;
     }
+undo:
+    /* the request failed: its event with it (the round tag marks it) */
+    if (r->notify)
+        notify_undo(r->notify);
+    return -1;
 }
 
 int admin_sync_config(struct registry *r, struct store *st, const struct ep_def *defs, size_t n, int64_t now)

@@ -144,10 +144,14 @@ void breaker_record(struct breaker *b, const struct breaker_cfg *c, int success,
                     struct breaker_transition *t)
 {
     no_transition(b, t);
-    if (success)
+    if (success) {
         b->last_success_at = now_ms;
-    else
+        b->failing_since = 0;
+    } else {
         b->last_failure_at = now_ms;
+        if (!b->failing_since)
+            b->failing_since = now_ms;
+    }
 
     if (b->state == BREAKER_HALF_OPEN && was_probe && b->probe_in_flight) {
         if (success) {
@@ -194,6 +198,11 @@ void breaker_record(struct breaker *b, const struct breaker_cfg *c, int success,
      * anyway. */
     if (!success && b->consecutive_failures < UINT32_MAX)
         b->consecutive_failures++;
+}
+
+int breaker_failing_for(const struct breaker *b, int64_t after_ms, int64_t now_ms)
+{
+    return after_ms > 0 && b->failing_since > 0 && now_ms - b->failing_since >= after_ms;
 }
 
 void breaker_probe_abandoned(struct breaker *b)

@@ -353,7 +353,7 @@ void cli_show_endpoints(const cJSON *r, const struct args *a)
         {"INFLIGHT", "in_flight", "queue", 'v', 0},
         {"LIMIT", "concurrency_limit", NULL, 'v', 0},
         {"DEAD", "dead_letter", "queue", 'v', 0},
-        {"PAUSED", "paused", NULL, 'v', 0},
+        {"STATUS", "status", NULL, 'v', 0},
         {"URL", "url", NULL, 'v', 0},
     };
     const cJSON *eps = cli_jget(r, "endpoints");

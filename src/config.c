@@ -4,6 +4,7 @@
 #include "config.h"
 #include "log.h"
 #include "netpolicy.h"
+#include "opsev.h"
 #include "settings.h"
 #include "tpl.h"
 #include "util.h"
@@ -18,11 +19,20 @@
 
 int config_init(struct config *c)
 {
+    struct opsev_min_free mf = {-1, -1};
+    char err[320];
+
     memset(c, 0, sizeof *c);
     if (settings_defaults(c) < 0) {
         config_free(c);
         return -1;
     }
+    /* the parsed forms of the defaults */
+    if (opsev_parse_types(c->ops_event_types, &c->ops_event_mask, err, sizeof err) < 0)
+        c->ops_event_mask = OPSEV_ALL;
+    opsev_parse_min_free(c->ops_min_free, &mf);
+    c->ops_min_free_pct = mf.pct;
+    c->ops_min_free_bytes = mf.bytes;
     return 0;
 }
 
@@ -326,6 +336,25 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
     if (parse_id_list(c->admin_uids, 0, c, err, errlen) < 0 ||
         parse_id_list(c->admin_groups, 1, c, err, errlen) < 0)
         return -1;
+    {
+        char why[320];
+        struct opsev_min_free mf;
+        if (opsev_parse_types(c->ops_event_types, &c->ops_event_mask, why, sizeof why) < 0) {
+            snprintf(err, errlen, "%s: [ops] event_types: %s", path, why);
+            return -1;
+        }
+        if (opsev_parse_min_free(c->ops_min_free, &mf) < 0) {
+            snprintf(err, errlen, "%s: [ops] min_free: not a percentage or size (e.g. 10%%, 2GiB, or \"10%%, 1GiB\")",
+                     path);
+            return -1;
+        }
+        c->ops_min_free_pct = mf.pct;
+        c->ops_min_free_bytes = mf.bytes;
+        if (*c->ops_endpoint && !ep_name_valid(c->ops_endpoint)) {
+            snprintf(err, errlen, "%s: [ops] endpoint: not an endpoint name", path);
+            return -1;
+        }
+    }
     log_set_level((enum log_level)c->log_level);
     return 0;
 fail:

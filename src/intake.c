@@ -117,8 +117,10 @@ static int request_rows(struct registry *r, struct req *q, struct rows *rw, int6
         }
         return add_row(r, rw, e, q, now, mono);
     }
+    /* the ops endpoint hears hookd, not the applications' fan-out
+     * (an application may still address it by name) */
     for (i = 0; i < r->n; i++)
-        if (ep_def_wants(&r->v[i]->conf->def, q->p.event_type)) {
+        if (!r->v[i]->is_ops && ep_def_wants(&r->v[i]->conf->def, q->p.event_type)) {
             if (add_row(r, rw, r->v[i], q, now, mono) < 0)
                 return -1;
             hits++;

@@ -2,6 +2,7 @@
  * Replies are built with the buffer's sticky failure (util.h): one check
  * at the end of each answer. */
 #include "query.h"
+#include "epstats.h"
 #include "breaker.h"
 #include "counters.h"
 #include "epdef.h"
@@ -170,6 +171,7 @@ static int do_stats(struct store *st, struct req *r, int64_t now)
 struct list_ctx {
     struct buf *b;
     int n;
+    int64_t now;
 };
 
 static void put_latency(struct buf *b, const struct store_health *h)
@@ -205,13 +207,22 @@ static int list_one(void *arg, const struct store_endpoint_info *e)
 {
     struct list_ctx *x = arg;
     struct buf *b = x->b;
+    uint32_t ok, fail;
 
     buf_printf(b, "%s{\"id\":%lld,\"name\":", x->n++ ? "," : "", (long long)e->id);
     put_str(b, e->name);
     buf_puts(b, ",\"url\":");
     put_shown_url(b, e);
-    buf_printf(b, ",\"source\":\"%s\",\"paused\":%s,\"event_types\":", e->from_config ? "config" : "api",
-               e->paused ? "true" : "false");
+    buf_printf(b, ",\"source\":\"%s\",\"paused\":%s,\"status\":\"%s\",\"pause_reason\":",
+               e->from_config ? "config" : "api", e->paused ? "true" : "false",
+               !e->paused ? "active"
+               : e->pause_reason && strncmp(e->pause_reason, "disabled", 8) == 0 ? "disabled"
+                                                                                 : "paused");
+    if (e->paused)
+        put_str(b, e->pause_reason);
+    else
+        buf_puts(b, "null");
+    buf_puts(b, ",\"event_types\":");
     put_str(b, e->event_types);
     /* header names and settings are JSON the backend built or validated */
     buf_printf(b, ",\"secrets\":%d,\"headers\":%s,\"settings\":%s", e->nsecrets, e->header_names, e->settings);
@@ -221,15 +232,21 @@ static int list_one(void *arg, const struct store_endpoint_info *e)
     buf_printf(b, ",\"slow\":%s,\"concurrency_limit\":", e->h.slow_since ? "true" : "false");
     put_int(b, e->h.concurrency_limit, 0);
     buf_printf(b, ",\"queue\":{\"pending\":%lld,\"failed\":%lld,\"in_flight\":%lld,\"delivered\":%lld,"
-               "\"dead_letter\":%lld}}",
+               "\"dead_letter\":%lld}",
                (long long)e->queue[MSG_PENDING], (long long)e->queue[MSG_FAILED], (long long)e->queue[MSG_IN_FLIGHT],
                (long long)e->queue[MSG_DELIVERED], (long long)e->queue[MSG_DEAD_LETTER]);
+    epstats_get(e->id, x->now, &ok, &fail);
+    buf_printf(b, ",\"last_10s\":{\"delivered\":%u,\"failed\":%u},\"oldest_pending_age_ms\":", ok, fail);
+    if (e->oldest_waiting)
+        buf_printf(b, "%lld}", (long long)(x->now > e->oldest_waiting ? x->now - e->oldest_waiting : 0));
+    else
+        buf_puts(b, "null}");
     return b->failed;
 }
 
 static int do_endpoint_list(struct store *st, struct req *r)
 {
-    struct list_ctx x = {&r->reply, 0};
+    struct list_ctx x = {&r->reply, 0, util_now_ms()};
     int rc;
 
     buf_puts(x.b, "{\"ok\":true,\"endpoints\":[");
@@ -265,7 +282,7 @@ static int dead_one(void *arg, const struct store_dead_group *g)
 
 static int do_dead_letters(struct store *st, struct req *r, int64_t now)
 {
-    struct list_ctx x = {&r->reply, 0};
+    struct list_ctx x = {&r->reply, 0, 0};
 
     buf_printf(x.b, "{\"ok\":true,\"hours\":%lld,\"endpoints\":[", (long long)r->p.hours);
     if (st->ops->dead_letters(st, now - r->p.hours * HOUR_MS, DEAD_LETTERS_MAX, dead_one, &x) < 0)
@@ -288,7 +305,7 @@ static int slow_one(void *arg, const struct store_endpoint_info *e)
 
 static int do_slow(struct store *st, const struct config *c, struct req *r)
 {
-    struct list_ctx x = {&r->reply, 0};
+    struct list_ctx x = {&r->reply, 0, 0};
     int64_t thr = r->p.p95_ms > 0 ? r->p.p95_ms : c->slow_p95_ms;
 
     buf_printf(x.b, "{\"ok\":true,\"p95_ms\":%lld,\"endpoints\":[", (long long)thr);

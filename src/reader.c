@@ -1,9 +1,11 @@
 /* reader.c - the reader thread and its periodic jobs: the percentile
- * rollup, the health summary with the seed's three alerts, and the
- * Prometheus textfile. The query ops themselves are answered by query.c. */
+ * rollup, the health summary with the seed's three alerts, the free
+ * space check, and the Prometheus textfile. Alerts that start are also
+ * operational events, handed to the writer through the event sink. The query ops themselves are answered by query.c. */
 #include "reader.h"
 #include "breaker.h"
 #include "log.h"
+#include "opsev.h"
 #include "percentile.h"
 #include "query.h"
 #include "util.h"
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +25,7 @@ struct reader {
     struct store *st;
     struct cron *cron;
     reader_rollup_fn sink;
+    reader_event_fn event_sink;
     void *sink_ctx;
     pthread_t th;
     int started;
@@ -35,6 +39,8 @@ struct reader {
     size_t lat_cap;
     int have_prev_dead;
     int64_t prev_dead;
+    /* alerts in force: an event goes out when one starts */
+    int dead_growing, oldest_alert, low_space;
 };
 
 /* ---- the rollup ---- */
@@ -141,7 +147,9 @@ static void job_summary(void *ctx, int64_t now)
     struct store *st = rd->st;
     struct summary s = {rd->c, 0, 0};
     struct store_stats q;
+    struct opsev ev;
     char age[32];
+    int growing, old;
 
     if (st->ops->snapshot_begin(st) < 0)
         goto fail;
@@ -159,14 +167,37 @@ static void job_summary(void *ctx, int64_t now)
              (long long)q.n[MSG_PENDING], (long long)q.n[MSG_FAILED], (long long)q.n[MSG_IN_FLIGHT],
              (long long)q.n[MSG_DEAD_LETTER], (long long)q.delivered_last_hour, (long long)q.failed_last_hour, age,
              (long long)s.endpoints, (long long)s.open);
-    if (rd->have_prev_dead && q.n[MSG_DEAD_LETTER] > rd->prev_dead)
+    growing = rd->have_prev_dead && q.n[MSG_DEAD_LETTER] > rd->prev_dead;
+    if (growing) {
         log_warn("alert_dead_letters_growing", "dead_letter=%lld previous=%lld", (long long)q.n[MSG_DEAD_LETTER],
                  (long long)rd->prev_dead);
+        if (!rd->dead_growing) {
+            opsev_init(&ev, OPSEV_DEAD_LETTERS, now, NULL, "dead letters grew from %lld to %lld since the last "
+                       "summary", (long long)rd->prev_dead, (long long)q.n[MSG_DEAD_LETTER]);
+            opsev_fig(&ev, "dead_letter", q.n[MSG_DEAD_LETTER]);
+            opsev_fig(&ev, "previous", rd->prev_dead);
+            opsev_fig(&ev, "summary_interval_ms", rd->c->summary_interval_ms);
+            rd->event_sink(rd->sink_ctx, &ev);
+        }
+    }
+    rd->dead_growing = growing;
     rd->prev_dead = q.n[MSG_DEAD_LETTER];
     rd->have_prev_dead = 1;
-    if (q.has_oldest && now - q.oldest_pending > rd->c->oldest_pending_alert_ms)
+    old = q.has_oldest && now - q.oldest_pending > rd->c->oldest_pending_alert_ms;
+    if (old) {
         log_warn("alert_oldest_pending", "oldest_pending_age_ms=%lld threshold_ms=%lld",
                  (long long)(now - q.oldest_pending), (long long)rd->c->oldest_pending_alert_ms);
+        if (!rd->oldest_alert) {
+            opsev_init(&ev, OPSEV_OLDEST_PENDING, now, NULL, "the oldest pending message waited longer than "
+                       "oldest_pending_alert");
+            opsev_fig(&ev, "oldest_pending_age_ms", now - q.oldest_pending);
+            opsev_fig(&ev, "threshold_ms", rd->c->oldest_pending_alert_ms);
+            opsev_fig(&ev, "pending", q.n[MSG_PENDING]);
+            opsev_fig(&ev, "awaiting_retry", q.n[MSG_FAILED]);
+            rd->event_sink(rd->sink_ctx, &ev);
+        }
+    }
+    rd->oldest_alert = old;
     if (st->ops->slow_endpoints(st, rd->c->slow_p95_ms, rd->c->min_samples, alert_p95, &s) < 0) {
         st->ops->snapshot_end(st);
         goto fail;
@@ -175,6 +206,52 @@ static void job_summary(void *ctx, int64_t now)
     return;
 fail:
     log_warn("health_summary_failed", "err=\"%s\"", st->errmsg);
+}
+
+/* ---- free space ---- */
+
+/* storage.low_space when the database's file system has less free
+ * space than [ops] min_free (a full disk stops enqueues: the operator
+ * should hear of it before). */
+static void job_space(void *ctx, int64_t now)
+{
+    struct reader *rd = ctx;
+    struct opsev_min_free mf = {rd->c->ops_min_free_pct, rd->c->ops_min_free_bytes};
+    char dir[1024], *slash, qd[1100];
+    struct statvfs sv;
+    uint64_t avail, total;
+    int low;
+
+    util_strlcpy(dir, rd->c->db_path, sizeof dir);
+    slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    if (statvfs(dir, &sv) < 0) {
+        log_warn("space_check_failed", "dir=%s err=\"%s\"", log_q(dir, qd, sizeof qd), strerror(errno));
+        return;
+    }
+    avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+    total = (uint64_t)sv.f_blocks * sv.f_frsize;
+    low = opsev_low_space(&mf, avail, total);
+    if (low && !rd->low_space) {
+        struct opsev ev;
+        log_warn("storage_low_space", "dir=%s free_bytes=%llu total_bytes=%llu min_free=\"%s\"",
+                 log_q(dir, qd, sizeof qd), (unsigned long long)avail, (unsigned long long)total,
+                 rd->c->ops_min_free);
+        opsev_init(&ev, OPSEV_LOW_SPACE, now, NULL, "free space under min_free (%s)", rd->c->ops_min_free);
+        opsev_fig(&ev, "free_bytes", (int64_t)avail);
+        opsev_fig(&ev, "total_bytes", (int64_t)total);
+        ev.text_key = "path";
+        util_strlcpy(ev.text, dir, sizeof ev.text);
+        rd->event_sink(rd->sink_ctx, &ev);
+    } else if (!low && rd->low_space) {
+        log_info("storage_space_ok", "dir=%s free_bytes=%llu", log_q(dir, qd, sizeof qd), (unsigned long long)avail);
+    }
+    rd->low_space = low;
 }
 
 /* ---- the metrics file ---- */
@@ -302,7 +379,7 @@ static void reader_free(struct reader *rd)
 }
 
 int reader_start(struct reader **out, const struct config *c, struct cron *cron, reader_rollup_fn sink,
-                 void *sink_ctx, char *err, size_t errlen)
+                 reader_event_fn event_sink, void *sink_ctx, char *err, size_t errlen)
 {
     struct reader *rd;
     pthread_condattr_t ca;
@@ -317,6 +394,7 @@ int reader_start(struct reader **out, const struct config *c, struct cron *cron,
     rd->c = c;
     rd->cron = cron;
     rd->sink = sink;
+    rd->event_sink = event_sink;
     rd->sink_ctx = sink_ctx;
     rd->inbox_tail = &rd->inbox;
     pthread_mutex_init(&rd->mu, NULL);
@@ -328,6 +406,7 @@ int reader_start(struct reader **out, const struct config *c, struct cron *cron,
         goto fail;
     if (cron_add(cron, "rollup", CRON_READER, c->rollup_interval_ms, job_rollup, rd) < 0 ||
         cron_add(cron, "health_summary", CRON_READER, c->summary_interval_ms, job_summary, rd) < 0 ||
+        cron_add(cron, "space_check", CRON_READER, c->ops_space_interval_ms, job_space, rd) < 0 ||
         (c->metrics_file && *c->metrics_file &&
          cron_add(cron, "metrics_file", CRON_READER, c->metrics_interval_ms, job_metrics_file, rd) < 0)) {
         snprintf(err, errlen, "too many periodic jobs");

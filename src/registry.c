@@ -175,6 +175,7 @@ struct endpoint *registry_install(struct registry *r, int64_t id, const struct e
         ep_conf_unref(old);
     }
     e->from_config = from_config;
+    e->is_ops = r->c->ops_endpoint && strcmp(def->name, r->c->ops_endpoint) == 0;
     e->next_due = 0;  /* re-examine the queue with the new settings */
     return e;
 oom:
@@ -208,6 +209,7 @@ void registry_load_health(struct registry *r, const struct store_health *h)
     e->br.cooldown_ms = h->cooldown_ms;
     e->br.last_failure_at = h->last_failure_at;
     e->br.last_success_at = h->last_success_at;
+    e->br.failing_since = h->failing_since;
     e->br.probe_in_flight = 0;  /* a probe cut short by a restart proves nothing */
     e->slow_since = h->slow_since;
     e->ring_next = h->ring_next >= 0 && h->ring_next < r->c->latency_samples ? h->ring_next : 0;
@@ -221,6 +223,8 @@ void registry_round_begin(struct registry *r)
 {
     r->round++;
     r->nundo = 0;
+    if (r->notify)
+        notify_round_begin(r->notify);
     r->undo_lost = 0;
     r->saved_in_flight = r->in_flight;
     r->saved_rr = r->rr;
@@ -266,6 +270,8 @@ void registry_round_undo(struct registry *r)
     r->in_flight = r->saved_in_flight;
     r->rr = r->saved_rr;
     r->nundo = 0;
+    if (r->notify)
+        notify_undo(r->notify);
 }
 
 /* ---- health ---- */
@@ -292,6 +298,7 @@ void endpoint_health_row(const struct endpoint *e, struct store_health *h)
     h->failure_threshold = endpoint_threshold(e);
     h->last_failure_at = e->br.last_failure_at;
     h->last_success_at = e->br.last_success_at;
+    h->failing_since = e->br.failing_since;
     h->opened_at = e->br.opened_at;
     h->cooldown_ms = e->br.cooldown_ms;
     h->slow_since = e->slow_since;
@@ -342,6 +349,8 @@ void registry_round_commit(struct registry *r)
 {
     r->ndirty = 0;
     r->nundo = 0;
+    if (r->notify)
+        notify_committed(r->notify);
 }
 
 void registry_log_flush(struct registry *r, int64_t now)
@@ -357,11 +366,95 @@ void registry_log_flush(struct registry *r, int64_t now)
     memset(r->held_to, 0, sizeof r->held_to);
 }
 
-void registry_log_transition(struct registry *r, const struct endpoint *e, const struct breaker_transition *t,
+void registry_notify(struct registry *r, const struct opsev *ev)
+{
+    if (r->notify)
+        notify_emit(r->notify, ev);
+}
+
+static void breaker_figures(struct opsev *ev, const struct endpoint *e)
+{
+    opsev_fig(ev, "consecutive_failures", e->br.consecutive_failures);
+    opsev_fig(ev, "failure_threshold", endpoint_threshold(e));
+    opsev_fig(ev, "cooldown_ms", e->br.cooldown_ms);
+    opsev_fig(ev, "last_success_at_ms", e->br.last_success_at);
+    opsev_fig(ev, "in_flight", e->in_flight);
+}
+
+/* Opening (from closed) and closing are the changes an operator hears
+ * of; a failed probe re-opening a breaker is the same outage. */
+static void breaker_event(struct registry *r, struct endpoint *e, const struct breaker_transition *t, int64_t now)
+{
+    enum opsev_type ty;
+    struct opsev ev;
+
+    if (t->to == BREAKER_OPEN && t->from == BREAKER_CLOSED)
+        ty = OPSEV_BREAKER_OPENED;
+    else if (t->to == BREAKER_CLOSED)
+        ty = OPSEV_BREAKER_CLOSED;
+    else
+        return;
+    if (!r->notify || !notify_wanted(r->notify, ty, e->conf->def.name))
+        return;
+    if (!opsev_flap_note(&e->flap, ty, now, r->notify->quiet_ms)) {
+        r->flapping++;
+        return;
+    }
+    opsev_init(&ev, ty, now, e->conf->def.name, "%s", t->reason ? t->reason : "");
+    breaker_figures(&ev, e);
+    notify_emit(r->notify, &ev);
+}
+
+void registry_ops_tick(struct registry *r, int64_t now)
+{
+    size_t i, still = 0;
+
+    if (!r->flapping || !r->notify)
+        return;
+    for (i = 0; i < r->n; i++) {
+        struct endpoint *e = r->v[i];
+        enum opsev_type ty;
+        struct opsev ev;
+        uint32_t held;
+        if (!e->flap.held)
+            continue;
+        ty = opsev_flap_due(&e->flap, now, r->notify->quiet_ms, &held);
+        if (ty == OPSEV_NONE) {
+            still++;
+            continue;
+        }
+        opsev_init(&ev, ty, now, e->conf->def.name, "breaker changed state %u more times within the quiet "
+                   "period; it is %s now", held, breaker_state_name(e->br.state));
+        opsev_fig(&ev, "transitions", held);
+        breaker_figures(&ev, e);
+        notify_emit(r->notify, &ev);
+    }
+    r->flapping = still;
+}
+
+int registry_notify_flush(struct registry *r, struct store *st, int64_t now)
+{
+    struct endpoint *e;
+    size_t stored = 0;
+
+    if (!r->notify || !r->notify->n)
+        return 0;
+    e = r->notify->endpoint[0] ? registry_by_name(r, r->notify->endpoint) : NULL;
+    if (notify_flush(r->notify, st, e ? e->id : 0, e ? (int)e->conf->eff.max_attempts : 0, now, &stored) < 0)
+        return -1;
+    if (stored) {
+        registry_touch(r, e);
+        e->next_due = 0;
+    }
+    return 0;
+}
+
+void registry_log_transition(struct registry *r, struct endpoint *e, const struct breaker_transition *t,
                              int64_t now)
 {
     if (t->from == t->to)
         return;
+    breaker_event(r, e, t, now);
     registry_log_flush(r, now);
     if (!log_budget_take(&r->tlog, now)) {
         if ((size_t)t->to < sizeof r->held_to / sizeof r->held_to[0])

@@ -546,7 +546,7 @@ static int start(const struct config *c, char *err, size_t errlen)
     epoll_ctl(S.ep, EPOLL_CTL_ADD, S.efd, &ev);
     ev.data.ptr = &S.sfd;
     epoll_ctl(S.ep, EPOLL_CTL_ADD, S.sfd, &ev);
-    if (reader_start(&S.rd, c, &S.jobs, writer_rollup, S.w, err, errlen) < 0)
+    if (reader_start(&S.rd, c, &S.jobs, writer_rollup, writer_event, S.w, err, errlen) < 0)
         return -1;
     if (deliver_start(&S.d, c, nthreads_default(c), writer_results, S.w) < 0) {
         snprintf(err, errlen, "cannot start delivery threads");

@@ -72,6 +72,7 @@ static const struct cfg_def cfg_table[] = {
     {"breaker", "failure_threshold", T_INT, D(failure_threshold), 1, 1000000, "10", "consecutive failures that open the breaker", NULL},
     {"breaker", "cooldown", T_DUR, D(cooldown_ms), 1, 30 * DAY, "5m", "first open period", NULL},
     {"breaker", "max_cooldown", T_DUR, D(max_cooldown_ms), 1, 30 * DAY, "1h", "cap of the doubling open period", NULL},
+    {"breaker", "disable_after", T_DUR, D(disable_after_ms), 0, 3650 * DAY, "72h", "no success this long while attempts fail: disable the endpoint (0 never)", NULL},
 
     {"latency", "window", T_DUR, C(latency_window_ms), 60000, 90 * DAY, "24h", "percentiles cover the samples of this window", NULL},
     {"latency", "samples", T_INT, C(latency_samples), 100, 1000000, "10000", "latency ring: samples kept per endpoint (the newest)", NULL},
@@ -89,6 +90,12 @@ static const struct cfg_def cfg_table[] = {
     {"retention", "chunk", T_INT, C(cleanup_chunk), 10, 1000000, "250", "rows deleted per cleanup step", NULL},
     {"retention", "cleanup_interval", T_DUR, C(cleanup_interval_ms), 100, DAY, "60s", "retention and latency cleanup period", NULL},
     {"retention", "checkpoint_interval", T_DUR, C(checkpoint_interval_ms), 100, HOUR, "10s", "WAL checkpoint period", NULL},
+
+    {"ops", "endpoint", T_STR, C(ops_endpoint), 0, 0, "", "endpoint that receives hookd's own events (empty: none)", NULL},
+    {"ops", "event_types", T_STR, C(ops_event_types), 0, 0, "*", "events sent to it (* or a list, e.g. endpoint.disabled, storage.low_space)", NULL},
+    {"ops", "quiet", T_DUR, C(ops_quiet_ms), 0, DAY, "10m", "a breaker changing again within this is summarised once", NULL},
+    {"ops", "min_free", T_STR, C(ops_min_free), 0, 0, "10%, 1GiB", "storage.low_space under this free space (% and/or size: the smaller)", NULL},
+    {"ops", "space_check_interval", T_DUR, C(ops_space_interval_ms), 100, HOUR, "60s", "free space check period", NULL},
 
     {"metrics", "file", T_STR, C(metrics_file), 0, 0, "", "Prometheus textfile (empty: off)", NULL},
     {"metrics", "interval", T_DUR, C(metrics_interval_ms), 1000, HOUR, "15s", "metrics file rewrite period", NULL},
@@ -294,6 +301,7 @@ void settings_unset(struct ep_settings *s)
     s->failure_threshold = s->cooldown_ms = s->max_cooldown_ms = -1;
     s->rate.n = -1;
     s->burst = -1;
+    s->disable_after_ms = -1;
 }
 
 struct ep_settings ep_settings_effective(const struct ep_settings *ep, const struct ep_settings *dflt)
@@ -314,6 +322,7 @@ struct ep_settings ep_settings_effective(const struct ep_settings *ep, const str
     if (ep->rate.n >= 0)
         r.rate = ep->rate;
     INH(burst);
+    INH(disable_after_ms);
 #undef INH
     return r;
 }

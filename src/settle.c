@@ -3,6 +3,7 @@
 #include "backoff.h"
 #include "log.h"
 #include "outcome.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,36 @@ static enum limiter_signal limiter_signal_of(int status, enum errclass errc)
     return LIMITER_OK;   /* 2xx, and 4xx: answered, whatever it meant */
 }
 
+/* Auto-disable: no success for disable_after while attempts kept
+ * failing. Paused with a reason (its queue is kept; hookd resume). */
+static int disable(struct registry *r, struct store *st, struct endpoint *e, const struct settle_row *row,
+                   int64_t now)
+{
+    char after[32], reason[96];
+    struct opsev ev;
+
+    util_fmt_duration(e->conf->eff.disable_after_ms, after, sizeof after);
+    snprintf(reason, sizeof reason, "disabled: no successful delivery for %s", after);
+    if (st->ops->endpoint_pause(st, e->id, 1, reason, now) < 0)
+        return -1;
+    e->paused = 1;
+    log_warn("endpoint_disabled", "endpoint=%s failing_since_ms=%lld disable_after=%s consecutive_failures=%u "
+             "last_error_class=%s note=\"queued messages are kept; hookd resume re-enables it\"", e->conf->def.name,
+             (long long)e->br.failing_since, after, e->br.consecutive_failures,
+             row->error_class[0] ? row->error_class : "none");
+    opsev_init(&ev, OPSEV_DISABLED, now, e->conf->def.name, "%s", reason);
+    opsev_fig(&ev, "failing_since_ms", e->br.failing_since);
+    opsev_fig(&ev, "last_success_at_ms", e->br.last_success_at);
+    opsev_fig(&ev, "consecutive_failures", e->br.consecutive_failures);
+    opsev_fig(&ev, "disable_after_ms", e->conf->eff.disable_after_ms);
+    if (row->error_class[0]) {
+        ev.text_key = "last_error_class";
+        util_strlcpy(ev.text, row->error_class, sizeof ev.text);
+    }
+    registry_notify(r, &ev);
+    return 0;
+}
+
 /* What the result means for its endpoint; e is still registered. */
 static int endpoint_effects(struct registry *r, struct store *st, struct endpoint *e, const struct djob *j,
                             const struct settle_row *row, int64_t now)
@@ -119,15 +150,23 @@ static int endpoint_effects(struct registry *r, struct store *st, struct endpoin
         return 0;
     }
     if (row->outcome == OUTCOME_GONE && !e->paused) {
-        if (st->ops->endpoint_pause(st, e->id, 1, now) < 0)
+        struct opsev ev;
+        if (st->ops->endpoint_pause(st, e->id, 1, "410 Gone", now) < 0)
             return -1;
         e->paused = 1;
         log_warn("endpoint_paused", "endpoint=%s reason=\"410 Gone\" message_id=%lld", e->conf->def.name,
                  (long long)j->id);
+        opsev_init(&ev, OPSEV_PAUSED, now, e->conf->def.name, "410 Gone");
+        opsev_fig(&ev, "message_id", j->id);
+        opsev_fig(&ev, "status_code", 410);
+        registry_notify(r, &ev);
     }
     fails = e->br.consecutive_failures;
     breaker_record(&e->br, &e->bcfg, row->outcome == OUTCOME_DELIVERED, j->probe, endpoint_threshold(e), now, &t);
     registry_log_transition(r, e, &t, now);
+    if (row->outcome != OUTCOME_DELIVERED && !e->paused &&
+        breaker_failing_for(&e->br, j->ep->eff.disable_after_ms, now) && disable(r, st, e, row, now) < 0)
+        return -1;
     /* a breaker change is saved in this round's transaction; the rest of
      * the health row (last_success_at, the ring's next slot, the adaptive
      * limit) at most once a second: one upsert per endpoint per round

@@ -152,7 +152,7 @@ int sq_latency_ring_size(struct store *s, int64_t slots)
     return sq_exec_stmt(q, st, "latency ring size");
 }
 
-int sq_endpoint_pause(struct store *s, int64_t id, int paused, int64_t now)
+int sq_endpoint_pause(struct store *s, int64_t id, int paused, const char *reason, int64_t now)
 {
     struct sq_store *q = (struct sq_store *)s;
     sqlite3_stmt *st = sq_stmt(q, SQ_EP_PAUSE);
@@ -160,6 +160,7 @@ int sq_endpoint_pause(struct store *s, int64_t id, int paused, int64_t now)
     sqlite3_bind_int64(st, 1, id);
     sqlite3_bind_int(st, 2, paused);
     sqlite3_bind_int64(st, 3, now);
+    sq_bind_text_or_null(st, 4, paused ? reason : NULL);
     return sq_exec_stmt(q, st, "endpoint pause");
 }
 
@@ -182,6 +183,7 @@ int sq_health_save(struct store *s, const struct store_health *v, size_t n)
         sq_bind_pos_or_null(st, 10, v[i].slow_since);
         sqlite3_bind_int64(st, 11, v[i].ring_next);
         sq_bind_pos_or_null(st, 12, v[i].concurrency_limit);
+        sq_bind_pos_or_null(st, 13, v[i].failing_since);
         if (sq_exec_stmt(q, st, "health save") < 0)
             return -1;
     }

@@ -176,7 +176,11 @@ int sq_endpoint_list(struct store *s, int with_queue, int (*fn)(void *ctx, const
         e.h.endpoint_url = e.url;
         sq_health_cols(st, 9, &e.h);
         for (i = 0; i < MSG__COUNT; i++)
-            e.queue[i] = sqlite3_column_int64(st, 23 + i);
+            e.queue[i] = sqlite3_column_int64(st, 9 + SQ_HEALTH_NCOLS + i);
+        e.pause_reason = sqlite3_column_type(st, 9 + SQ_HEALTH_NCOLS + MSG__COUNT) == SQLITE_NULL
+                             ? NULL
+                             : col_text(st, 9 + SQ_HEALTH_NCOLS + MSG__COUNT);
+        e.oldest_waiting = sq_col_or(st, 10 + SQ_HEALTH_NCOLS + MSG__COUNT, 0);
         if (fn(ctx, &e) != 0) {
             sqlite3_reset(st);
             return store_fail(s, STORE_E_NOMEM, "endpoint list: out of memory");

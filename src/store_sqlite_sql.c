@@ -6,11 +6,12 @@
 #include <stdio.h>
 
 /* The columns of an endpoint_health row, in the order sq_health_cols
- * reads them; coalesced for the LEFT JOINs of endpoints without one. */
+ * reads them (SQ_HEALTH_NCOLS of them); coalesced for the LEFT JOINs of
+ * endpoints without one. */
 #define SQ_HEALTH_COLS                                                                                       \
     "coalesce(h.state, 'closed'), coalesce(h.consecutive_failures, 0), h.failure_threshold, "              \
     "h.last_failure_at, h.last_success_at, h.opened_at, h.cooldown_ms, h.slow_since, h.p50_ms, h.p95_ms, " \
-    "h.p99_ms, coalesce(h.sample_count, 0), coalesce(h.ring_next, 0), h.concurrency_limit"
+    "h.p99_ms, coalesce(h.sample_count, 0), coalesce(h.ring_next, 0), h.concurrency_limit, h.failing_since"
 
 /* Row q is not held back by an older row of its ordering key (the
  * status test as idx_queue_order states it, so that index answers). */
@@ -85,14 +86,14 @@ const char *const sq_sql[SQ__COUNT] = {
     [SQ_HEALTH_SAVE] =
         "INSERT INTO endpoint_health (endpoint_id, endpoint_url, state, consecutive_failures, "
         "failure_threshold, last_failure_at, last_success_at, opened_at, cooldown_ms, slow_since, ring_next, "
-        "concurrency_limit) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (endpoint_id) DO UPDATE SET "
+        "concurrency_limit, failing_since) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (endpoint_id) DO UPDATE SET "
         "endpoint_url = excluded.endpoint_url, state = excluded.state, "
         "consecutive_failures = excluded.consecutive_failures, "
         "failure_threshold = excluded.failure_threshold, last_failure_at = excluded.last_failure_at, "
         "last_success_at = excluded.last_success_at, opened_at = excluded.opened_at, "
         "cooldown_ms = excluded.cooldown_ms, slow_since = excluded.slow_since, ring_next = excluded.ring_next, "
-        "concurrency_limit = excluded.concurrency_limit",
+        "concurrency_limit = excluded.concurrency_limit, failing_since = excluded.failing_since",
     [SQ_ROLLUP_SAVE] =
         "UPDATE endpoint_health SET p50_ms = ?2, p95_ms = ?3, p99_ms = ?4, "
         "sample_count = ?5, rolled_up_at = ?6 WHERE endpoint_id = ?1",
@@ -114,7 +115,7 @@ const char *const sq_sql[SQ__COUNT] = {
         "event_types = excluded.event_types, settings = excluded.settings, "
         "source = excluded.source, updated_at = excluded.updated_at "
         "RETURNING id",
-    [SQ_EP_PAUSE] = "UPDATE endpoints SET paused = ?2, updated_at = ?3 WHERE id = ?1",
+    [SQ_EP_PAUSE] = "UPDATE endpoints SET paused = ?2, updated_at = ?3, pause_reason = ?4 WHERE id = ?1",
     [SQ_EP_DEAD] =
         "UPDATE webhook_queue SET status = 'dead_letter', last_error = 'endpoint deleted', "
         "last_error_class = 'endpoint_deleted', next_attempt_at = ?2 "
@@ -176,11 +177,13 @@ const char *const sq_sql[SQ__COUNT] = {
         "THEN json(e.settings) ELSE '{}' END, "
         SQ_HEALTH_COLS ", "
         "coalesce(c.pending, 0), coalesce(c.failed, 0), coalesce(c.in_flight, 0), coalesce(c.delivered, 0), "
-        "coalesce(c.dead, 0) "
+        "coalesce(c.dead, 0), e.pause_reason, c.oldest "
         "FROM endpoints e LEFT JOIN endpoint_health h ON h.endpoint_id = e.id "
         "LEFT JOIN (SELECT endpoint_id, sum(status = 'pending') AS pending, sum(status = 'failed') AS failed, "
         "  sum(status = 'in_flight') AS in_flight, sum(status = 'delivered') AS delivered, "
-        "  sum(status = 'dead_letter') AS dead FROM webhook_queue WHERE ?1 GROUP BY endpoint_id) c "
+        "  sum(status = 'dead_letter') AS dead, "
+        "  min(CASE WHEN status = 'pending' OR status = 'failed' THEN created_at END) AS oldest "
+        "  FROM webhook_queue WHERE ?1 GROUP BY endpoint_id) c "
         "ON c.endpoint_id = e.id ORDER BY e.name",
     /* the seed's analyze_dead_letters, grouped by the stable error class
      * (a body excerpt in last_error would make every 503 its own group).
@@ -289,6 +292,7 @@ void sq_health_cols(sqlite3_stmt *st, int first, struct store_health *h)
     h->sample_count = sqlite3_column_int64(st, first + 11);
     h->ring_next = sqlite3_column_int64(st, first + 12);
     h->concurrency_limit = sq_col_or(st, first + 13, 0);
+    h->failing_since = sq_col_or(st, first + 14, 0);
 }
 
 void sq_bind_text_or_null(sqlite3_stmt *st, int i, const char *s)

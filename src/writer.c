@@ -5,9 +5,11 @@
 #include "admin.h"
 #include "counters.h"
 #include "dispatch.h"
+#include "epstats.h"
 #include "intake.h"
 #include "log.h"
 #include "maint.h"
+#include "outcome.h"
 #include "registry.h"
 #include "settle.h"
 #include "util.h"
@@ -21,6 +23,7 @@ struct writer {
     const struct config *c;
     struct store *st;
     struct registry reg;
+    struct notify notify;
     struct maint maint;
     struct cron *cron;
     pthread_t th;
@@ -35,6 +38,8 @@ struct writer {
     int reload_pending;
     struct store_rollup *rollups;
     size_t rollups_n;
+    struct opsev *events;   /* raised by the reader */
+    size_t events_n, events_cap;
     int stopping;    /* stop claiming */
     int stop_seen;   /* the writer thread will claim no more */
     int finishing;   /* deliveries are all back: drain and exit */
@@ -144,7 +149,8 @@ static void writer_round(struct writer *w, struct req *reqs, struct djob *result
     if (st->ops->begin(st, batch != NULL) < 0 || settle_results(&w->reg, st, results, now) < 0 ||
         (batch && intake_batch(&w->reg, st, &batch, &answered, &claimed, now, util_mono_ms()) < 0) ||
         (claiming && dispatch_claim(&w->reg, st, now, util_mono_ms(), w->c->claim_batch, &claimed) < 0) ||
-        registry_save_health(&w->reg, st, now) < 0 || st->ops->commit(st) < 0) {
+        registry_save_health(&w->reg, st, now) < 0 || registry_notify_flush(&w->reg, st, now) < 0 ||
+        st->ops->commit(st) < 0) {
         round_failed(w, batch, answered, results, claimed);
         return;
     }
@@ -152,8 +158,10 @@ static void writer_round(struct writer *w, struct req *reqs, struct djob *result
     req_complete_list(batch);
     req_complete_list(answered);
     for (j = results; j; j = j->next)
-        if (j->attempted)
+        if (j->attempted) {
             counters_outcome(j->outcome, j->response_ms);
+            epstats_note(j->ep->id, j->outcome == OUTCOME_DELIVERED, now);
+        }
     free_jobs(results);
     if (claimed)
         deliver_submit(w->d, claimed);
@@ -168,7 +176,7 @@ static void wait_for_work(struct writer *w)
         struct timespec ts;
         int results_ready = w->results && mono >= w->retry_results_at;
 
-        if (w->inbox || results_ready || w->reload_pending || w->rollups || w->finishing ||
+        if (w->inbox || results_ready || w->reload_pending || w->rollups || w->events_n || w->finishing ||
             (w->stopping && !w->stop_seen))
             return;
         wake = w->stopping ? INT64_MAX : dispatch_next_wake(&w->reg, now, mono);
@@ -250,6 +258,9 @@ static void *writer_main(void *arg)
         nroll = w->rollups_n;
         w->rollups = NULL;
         w->rollups_n = 0;
+        for (i = 0; i < w->events_n; i++)
+            notify_emit(&w->notify, &w->events[i]);
+        w->events_n = 0;
         claiming = !w->stopping;
         finishing = w->finishing;
         if (w->stopping && !w->stop_seen) {
@@ -270,6 +281,7 @@ static void *writer_main(void *arg)
         if (nroll)
             maint_apply_rollup(&w->maint, rollups, nroll);
         free(rollups);
+        registry_ops_tick(&w->reg, util_now_ms());
         writer_round(w, reqs, results, claiming);
         if (claiming && !w->fatal) {
             cron_run(w->cron, CRON_WRITER, util_mono_ms(), util_now_ms());
@@ -337,6 +349,8 @@ int writer_create(struct writer **out, const struct config *c, struct store *st,
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
+    notify_init(&w->notify, c);
+    w->reg.notify = &w->notify;
     if (st->ops->begin(st, 1) < 0 || st->ops->recover(st, now, &recovered) < 0 ||
         st->ops->latency_ring_size(st, c->latency_samples) < 0 ||
         st->ops->endpoints_load(st, load_endpoint, w) < 0 || st->ops->health_load(st, load_health, &w->reg) < 0 ||
@@ -432,6 +446,27 @@ void writer_rollup(void *arg, struct store_rollup *v, size_t n)
     pthread_mutex_unlock(&w->mu);
 }
 
+void writer_event(void *arg, const struct opsev *ev)
+{
+    struct writer *w = arg;
+
+    pthread_mutex_lock(&w->mu);
+    if (w->events_n == w->events_cap) {
+        size_t nc = w->events_cap ? w->events_cap * 2 : 8;
+        struct opsev *nv = nc <= 1024 ? realloc(w->events, nc * sizeof *nv) : NULL;
+        if (!nv) {
+            pthread_mutex_unlock(&w->mu);
+            log_warn("ops_event_dropped", "type=%s err=\"too many waiting\"", opsev_type_name(ev->type));
+            return;
+        }
+        w->events = nv;
+        w->events_cap = nc;
+    }
+    w->events[w->events_n++] = *ev;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
 void writer_stop(struct writer *w, struct deliver *d)
 {
     if (!w->started)
@@ -461,6 +496,8 @@ void writer_free(struct writer *w)
         return;
     store_close(w->st);
     registry_free(&w->reg);
+    notify_free(&w->notify);
+    free(w->events);
     free(w->rollups);
     for (i = 0; i < w->reload_n; i++)
         ep_def_free(&w->reload_defs[i]);

@@ -42,6 +42,7 @@ struct mem_ep {
     int64_t id;
     struct ep_def def;
     int from_config;
+    char *pause_reason;
 };
 
 struct mem_health {
@@ -115,8 +116,10 @@ static void state_free(struct mem_state *s)
         free(s->att[i].url);
         free(s->att[i].response);
     }
-    for (i = 0; i < s->nep; i++)
+    for (i = 0; i < s->nep; i++) {
         ep_def_free(&s->ep[i].def);
+        free(s->ep[i].pause_reason);
+    }
     for (i = 0; i < s->nhl; i++)
         free(s->hl[i].url);
     free(s->msg);
@@ -666,6 +669,7 @@ static int m_endpoint_delete(struct store *s, int64_t id, int64_t now, int64_t *
     for (i = 0; i < st->nep; i++)
         if (st->ep[i].id == id) {
             ep_def_free(&st->ep[i].def);
+            free(st->ep[i].pause_reason);
             st->ep[i] = st->ep[--st->nep];
             break;
         }
@@ -698,15 +702,17 @@ static int m_latency_ring_size(struct store *s, int64_t slots)
     return 0;
 }
 
-static int m_endpoint_pause(struct store *s, int64_t id, int paused, int64_t now)
+static int m_endpoint_pause(struct store *s, int64_t id, int paused, const char *reason, int64_t now)
 {
     struct mem_ep *e = ep_by_id(ST(s), id);
 
     (void)now;
     if (writer_only(s, "endpoint_pause"))
         return -1;
-    if (e)
+    if (e) {
         e->def.paused = paused;
+        set_str(&e->pause_reason, paused ? reason : NULL);
+    }
     return 0;
 }
 
@@ -909,6 +915,7 @@ static void fill_info(struct mem_state *st, const struct mem_ep *e, int with_que
     out->url = e->def.url;
     out->from_config = e->from_config;
     out->paused = e->def.paused;
+    out->pause_reason = e->pause_reason;
     out->event_types = e->def.event_types;
     out->nsecrets = (int)e->def.nsecrets;
     if (h)
@@ -916,8 +923,11 @@ static void fill_info(struct mem_state *st, const struct mem_ep *e, int with_que
     out->h.endpoint_id = e->id;
     out->h.endpoint_url = e->def.url;
     for (i = 0; with_queue && i < st->nmsg; i++)
-        if (st->msg[i].endpoint_id == e->id)
+        if (st->msg[i].endpoint_id == e->id) {
             out->queue[st->msg[i].status]++;
+            if (waiting(&st->msg[i]) && (!out->oldest_waiting || st->msg[i].created_at < out->oldest_waiting))
+                out->oldest_waiting = st->msg[i].created_at;
+        }
 }
 
 static int by_name(const void *a, const void *b)

@@ -573,7 +573,7 @@ static void rollback_undoes_everything(void **state)
 struct eps {
     char names[8][16];
     struct store_endpoint_info e[8];
-    char settings[8][128], headers[8][64];
+    char settings[8][128], headers[8][64], reasons[8][64];
     int n;
 };
 
@@ -585,6 +585,8 @@ static int keep_ep(void *ctx, const struct store_endpoint_info *e)
     snprintf(x->names[x->n], sizeof x->names[0], "%s", e->name);
     snprintf(x->settings[x->n], sizeof x->settings[0], "%s", e->settings ? e->settings : "");
     snprintf(x->headers[x->n], sizeof x->headers[0], "%s", e->header_names ? e->header_names : "");
+    snprintf(x->reasons[x->n], sizeof x->reasons[0], "%s", e->pause_reason ? e->pause_reason : "(null)");
+    x->e[x->n].pause_reason = NULL;
     x->n++;
     return 0;
 }
@@ -635,7 +637,7 @@ static void endpoints_round_trip(void **state)
         snprintf(d.name, sizeof d.name, "a");
         OK(ep_def_set(&d, "url", "https://other.example.com/x", err, sizeof err));
         begin(f);
-        OK(f->w->ops->endpoint_pause(f->w, a, 1, T0));
+        OK(f->w->ops->endpoint_pause(f->w, a, 1, "disabled: no successful delivery for 72h", T0));
         OK(f->w->ops->endpoint_put(f->w, &d, 0, T0, &again, &created));
         commit(f);
         ep_def_free(&d);
@@ -646,7 +648,9 @@ static void endpoints_round_trip(void **state)
     OK(f->r->ops->endpoint_list(f->r, 1, keep_ep, &x));
     assert_int_equal(x.n, 2);
     assert_string_equal(x.names[0], "a");   /* by name */
-    assert_true(x.e[0].paused);             /* a put keeps the pause */
+    assert_true(x.e[0].paused);             /* a put keeps the pause, and its reason */
+    assert_string_equal(x.reasons[0], "disabled: no successful delivery for 72h");
+    assert_string_equal(x.reasons[1], "(null)");
     assert_int_equal(x.e[0].nsecrets, 0);
     assert_string_equal(x.names[1], "b");
     assert_int_equal(x.e[1].nsecrets, 1);
@@ -655,6 +659,14 @@ static void endpoints_round_trip(void **state)
     assert_non_null(strstr(x.settings[1], "\"rate\":\"100/m, 1000/h\""));
     assert_int_equal(x.e[1].h.state, BREAKER_CLOSED);
     assert_false(x.e[1].h.has_latency);
+    /* resuming clears the reason */
+    begin(f);
+    OK(f->w->ops->endpoint_pause(f->w, a, 0, "operator", T0));
+    commit(f);
+    memset(&x, 0, sizeof x);
+    OK(f->r->ops->endpoint_list(f->r, 0, keep_ep, &x));
+    assert_false(x.e[0].paused);
+    assert_string_equal(x.reasons[0], "(null)");
 }
 
 static int keep_health(void *ctx, const struct store_health *h)
@@ -674,7 +686,7 @@ static void health_persists_and_rollups_read_back(void **state)
                              .state = BREAKER_OPEN, .consecutive_failures = 10, .failure_threshold = 5,
                              .last_failure_at = T0 - 5, .last_success_at = T0 - 100, .opened_at = T0 - 5,
                              .cooldown_ms = 600000, .slow_since = T0 - 900000, .ring_next = 17,
-                             .concurrency_limit = 12};
+                             .concurrency_limit = 12, .failing_since = T0 - 60};
     struct store_rollup r = {a, 1, 120, 900, 2500, 40, T0};
     struct store_health back = {0};
     struct eps x;
@@ -693,6 +705,7 @@ static void health_persists_and_rollups_read_back(void **state)
     assert_int_equal(back.slow_since, T0 - 900000);
     assert_int_equal(back.ring_next, 17);
     assert_int_equal(back.concurrency_limit, 12);
+    assert_int_equal(back.failing_since, T0 - 60);
     assert_true(back.has_latency);
     assert_int_equal(back.p95_ms, 900);
     /* saving the breaker again does not lose the rollup */
