@@ -7,7 +7,7 @@ BUILD      ?= build
 PYTHON     ?= /usr/bin/python3
 VERSION    := $(shell cat VERSION)
 
-PKGS       := sqlite3 libcurl libcjson inih
+PKGS       := sqlite3 libcurl libcjson inih ncursesw
 OPT        ?= -O2 -g
 WARN       := -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wno-unused-parameter
 SAN        ?=
@@ -71,6 +71,8 @@ LIB_SRCS := \
 	src/client.c \
 	src/cli_args.c \
 	src/cli_show.c \
+	src/topview.c \
+	src/top.c \
 	src/cli.c
 MAIN_SRC := src/main.c
 SRCS     := $(LIB_SRCS) $(MAIN_SRC)
@@ -85,7 +87,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 # Build and test packages; `deps` installs only what is missing.
 DEB_BUILD_DEPS := gcc make libc6-dev pkg-config libsqlite3-dev libcurl4-openssl-dev \
-                  libmbedtls-dev libcjson-dev libinih-dev
+                  libmbedtls-dev libcjson-dev libinih-dev libncurses-dev
 DEB_TEST_DEPS  := libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus php-cli nodejs
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 

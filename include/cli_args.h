@@ -42,6 +42,8 @@ enum opt_id {
     O_HOURS,
     O_P95,
     O_STATUS,
+    O_ONCE,
+    O_SORT,
     O__COUNT
 };
 

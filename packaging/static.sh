@@ -127,7 +127,7 @@ unpack() { # source-package -> $SRC/<pkg> with Debian's patches applied; sets $s
 }
 
 get_sources() {
-    for p in mbedtls curl sqlite3 cjson; do
+    for p in mbedtls curl sqlite3 cjson ncurses; do
         fetch "$p" || die "could not download the Debian source package $p"
     done
     # bookworm's libinih orig tarball has answered 404; trixie's libinih
@@ -136,7 +136,7 @@ get_sources() {
         say "bookworm libinih not downloadable; falling back to trixie's"
         fetch libinih trixie || die "could not download libinih (bookworm or trixie)"
     fi
-    for p in mbedtls curl sqlite3 cjson libinih; do unpack "$p"; done
+    for p in mbedtls curl sqlite3 cjson libinih ncurses; do unpack "$p"; done
 }
 
 # ---------------------------------------------------------------- builds
@@ -241,6 +241,24 @@ build_libinih() {
     write_pc inih inih "$v" "-linih" "" "-I\${includedir}"
 }
 
+build_ncurses() {
+    cd "$SRC/ncurses"
+    rm -rf build-musl; mkdir build-musl; cd build-musl
+    # The wide-character library only (hookd top): no programs, no terminfo
+    # database of its own. The binary reads the host's terminfo, in the
+    # places Debian and RHEL keep it.
+    ../configure CC=musl-gcc CFLAGS="$DEP_CFLAGS" --prefix="$PREFIX" \
+        --without-shared --with-normal --without-debug --without-profile \
+        --without-cxx --without-cxx-binding --without-ada --without-progs --without-tests \
+        --without-manpages --enable-widec --disable-db-install --without-gpm --disable-termcap \
+        --with-terminfo-dirs=/etc/terminfo:/lib/terminfo:/usr/share/terminfo \
+        --with-default-terminfo-dir=/usr/share/terminfo \
+        --enable-pc-files --with-pkg-config-libdir="$PREFIX/lib/pkgconfig" --disable-stripping
+    $MAKE -j"$JOBS" libs
+    $MAKE install.libs
+    [ -f "$PREFIX/lib/libncursesw.a" ] || die "ncurses: libncursesw.a not installed"
+}
+
 write_pc() { # file name version libs libs.private cflags
     mkdir -p "$PREFIX/lib/pkgconfig"
     cat >"$PREFIX/lib/pkgconfig/$1.pc" <<EOF
@@ -265,7 +283,8 @@ build_deps() {
     timed sqlite3 build_sqlite3
     timed cjson build_cjson
     timed libinih build_libinih
-    for pc in sqlite3 libcurl libcjson inih; do
+    timed ncurses build_ncurses
+    for pc in sqlite3 libcurl libcjson inih ncursesw; do
         [ -f "$PREFIX/lib/pkgconfig/$pc.pc" ] || die "missing $PREFIX/lib/pkgconfig/$pc.pc"
     done
 }

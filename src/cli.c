@@ -24,7 +24,11 @@
 #include "client.h"
 #include "config.h"
 #include "server.h"
+#include "top.h"
+#include "topview.h"
 #include "util.h"
+
+#include <sys/ioctl.h>
 
 #ifndef HOOKD_VERSION
 #define HOOKD_VERSION "unknown"
@@ -217,6 +221,41 @@ out:
     return rc;
 }
 
+static int run_top(const struct cmd *c, int argc, char **argv)
+{
+    struct args a;
+    char sock[128];
+    int64_t timeout = 5000;
+    int sort = TOP_FPS, desc = 1, width = 80;
+    struct winsize ws;
+    const char *cols = getenv("COLUMNS");
+    int rc = start(c, argc, argv, &a);
+
+    if (rc >= 0)
+        return rc;
+    if (a.val[O_TIMEOUT] && (util_parse_duration_ms(a.val[O_TIMEOUT], &timeout) < 0 || timeout <= 0)) {
+        fprintf(stderr, "hookd top: --timeout wants a duration like 5s, not '%s'\n", a.val[O_TIMEOUT]);
+        return CLI_EXIT_USAGE;
+    }
+    if (a.val[O_SORT]) {
+        if ((sort = top_col_parse(a.val[O_SORT])) < 0) {
+            fprintf(stderr, "hookd top: --sort wants one of name, state, inflight, dlv, fail, p50, p95, p99, "
+                    "queue, oldest, not '%s'\n", a.val[O_SORT]);
+            return CLI_EXIT_USAGE;
+        }
+        desc = top_col_default_desc((enum top_col)sort);
+    }
+    if (client_resolve_socket(&a, sock, sizeof sock) < 0)
+        return CLI_EXIT_USAGE;
+    if (!(a.seen & OB(O_ONCE)))
+        return top_run(sock, timeout, sort, desc);
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+        width = ws.ws_col;
+    else if (cols && atoi(cols) >= 40)
+        width = atoi(cols);
+    return top_once(sock, timeout, sort, desc, width);
+}
+
 #define CLIENT(nm, adm, us, hl, op_, extra, minp, maxp, bld, shw)                              \
     {nm, run_client, 1, adm, us, hl, CLIENT_OPTS | (extra), minp, maxp, op_, bld, shw}
 
@@ -271,6 +310,10 @@ static const struct cmd commands[] = {
            OB(O_P95), 0, 0, cli_build_slow, cli_show_slow),
     CLIENT("metrics", 0, "metrics", "Print Prometheus metrics.", "metrics", 0, 0, 0, cli_build_none,
            cli_show_metrics),
+    {"top", run_top, 0, 0, "top [--once] [--sort COLUMN]",
+     "Live view of the endpoints, refreshed every second (q quits; --once prints one frame).\n"
+     "                   COLUMN: name state inflight dlv fail p50 p95 p99 queue oldest (default fail).",
+     OB(O_CONFIG) | OB(O_SOCKET) | OB(O_TIMEOUT) | OB(O_ONCE) | OB(O_SORT), 0, 0, NULL, NULL, NULL},
     {"version", run_version, 0, 0, "version", "Print the version.", 0, 0, 0, NULL, NULL, NULL},
     {"help", run_help, 0, 0, "help [COMMAND]", "Show usage.", 0, 0, 1, NULL, NULL, NULL},
 };

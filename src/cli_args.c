@@ -34,6 +34,8 @@ static const struct optdef {
     [O_HOURS] = {"hours", 0, 1},
     [O_P95] = {"p95-ms", 0, 1},
     [O_STATUS] = {"status", 0, 1},
+    [O_ONCE] = {"once", 0, 0},
+    [O_SORT] = {"sort", 0, 1},
 };
 
 /* ---------- argument parsing ---------- */
