@@ -64,6 +64,7 @@ LIB_SRCS := \
 	src/maint.c \
 	src/writer.c \
 	src/query.c \
+	src/query_report.c \
 	src/reader.c \
 	src/deliver.c \
 	src/ctlsock.c \
@@ -71,6 +72,7 @@ LIB_SRCS := \
 	src/client.c \
 	src/cli_args.c \
 	src/cli_show.c \
+	src/report.c \
 	src/topview.c \
 	src/top.c \
 	src/cli.c
@@ -88,7 +90,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 # Build and test packages; `deps` installs only what is missing.
 DEB_BUILD_DEPS := gcc make libc6-dev pkg-config libsqlite3-dev libcurl4-openssl-dev \
                   libmbedtls-dev libcjson-dev libinih-dev libncurses-dev
-DEB_TEST_DEPS  := libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus php-cli nodejs
+DEB_TEST_DEPS  := libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus php-cli nodejs chromium
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: all deps run test unit integration asan tsan clean bench check-deps

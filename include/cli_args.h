@@ -44,6 +44,7 @@ enum opt_id {
     O_STATUS,
     O_ONCE,
     O_SORT,
+    O_HTML,
     O__COUNT
 };
 

@@ -74,6 +74,9 @@ struct config {
     double ops_min_free_pct;  /* parsed from ops_min_free (-1: not given) */
     int64_t ops_min_free_bytes;
     int64_t ops_space_interval_ms;
+    /* [history] */
+    int64_t history_bucket_ms;
+    int64_t history_keep_ms;
     /* [metrics] */
     char *metrics_file;
     int64_t metrics_interval_ms;

@@ -27,6 +27,7 @@ enum proto_op {
     OP_SLOW,
     OP_METRICS,
     OP_ATTEMPTS,
+    OP_REPORT,
     OP__COUNT
 };
 
@@ -72,7 +73,7 @@ struct proto_req {
     int64_t id;          /* get, requeue: message id (0 = none) */
     int64_t since_ms;    /* requeue, purge: rows created at/after; 0 = all */
     unsigned statuses;   /* requeue: PROTO_STATUS_* bits; 0 = the default */
-    int64_t hours;       /* dead_letters */
+    int64_t hours;       /* dead_letters, report */
     int64_t p95_ms;      /* slow: threshold, 0 = configured */
     struct cJSON *body;  /* endpoint.put: the whole request */
 };

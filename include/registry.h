@@ -48,6 +48,10 @@ struct endpoint {
     size_t slot;                 /* index in the dense array */
     uint32_t touched;            /* the round its state was saved in */
     struct opsev_flap flap;      /* breaker events' quiet period */
+    struct {                     /* this [history] bucket's counts not yet stored */
+        int64_t bucket;
+        uint32_t ok, fail, opens;
+    } hist;
 };
 
 struct registry_undo {
@@ -81,6 +85,9 @@ struct registry {
     struct notify *notify;
     size_t flapping;             /* endpoints holding breaker events (a hint,
                                   * recounted by registry_ops_tick) */
+    /* history counts of finished buckets, waiting for a transaction */
+    struct store_history *hist_out;
+    size_t nhist_out, hist_out_cap, saved_nhist_out;
 };
 
 int registry_init(struct registry *r, const struct config *c);
@@ -122,6 +129,14 @@ void endpoint_health_row(const struct endpoint *e, struct store_health *out);
 void registry_log_transition(struct registry *r, struct endpoint *e, const struct breaker_transition *t,
                              int64_t now);
 void registry_log_flush(struct registry *r, int64_t now);
+
+/* One attempt's result (ok: delivered) for the endpoint's history
+ * bucket; a new bucket hands the old one's counts to hist_out. */
+void registry_history_note(struct registry *r, struct endpoint *e, int ok, int64_t now);
+/* Every endpoint's counts so far into hist_out (the periodic flush and
+ * a clean stop), then hist_out into the store (inside a transaction). */
+void registry_history_collect(struct registry *r);
+int registry_history_flush(struct registry *r, struct store *st);
 
 /* Queue an operational event (if r has a notify and it is wanted). */
 void registry_notify(struct registry *r, const struct opsev *ev);

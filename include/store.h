@@ -139,11 +139,28 @@ struct store_health {
     int64_t p50_ms, p95_ms, p99_ms, sample_count;
 };
 
+struct store_history;
 struct store_rollup {
     int64_t endpoint_id;
     int has_latency;             /* 0: no samples in the window */
     int64_t p50_ms, p95_ms, p99_ms, sample_count;
     int64_t at;
+    /* the percentiles of the previous and the current [history] bucket
+     * (bucket_at 0 or no samples: nothing to store) */
+    struct {
+        int64_t bucket_at;
+        int has_latency;
+        int64_t p50_ms, p95_ms, p99_ms, sample_count;
+    } bucket[2];
+};
+
+/* One endpoint's figures for one [history] bucket (endpoint_history). */
+struct store_history {
+    int64_t endpoint_id;
+    int64_t bucket_at;                   /* the bucket's start, wall ms */
+    int64_t delivered, failed, breaker_opens;   /* history_add adds these */
+    int has_latency;                     /* history_latency sets these */
+    int64_t p50_ms, p95_ms, p99_ms, sample_count;
 };
 
 /* Which rows an admin operation touches. */
@@ -158,7 +175,8 @@ struct store_filter {
  * needs none (fixed slots). */
 enum store_expiry {
     EXPIRE_DELIVERED = 0,        /* delivered rows delivered before `before` */
-    EXPIRE_DEAD_LETTERS          /* dead letters created before `before` */
+    EXPIRE_DEAD_LETTERS,         /* dead letters created before `before` */
+    EXPIRE_HISTORY               /* history rows of buckets that began before `before` */
 };
 
 /* ---- what the reads return ---- */
@@ -272,6 +290,10 @@ struct store_ops {
     int (*endpoint_pause)(struct store *s, int64_t id, int paused, const char *reason, int64_t now);
     int (*health_save)(struct store *s, const struct store_health *v, size_t n);
     int (*rollup_save)(struct store *s, const struct store_rollup *v, size_t n);
+    /* History rows: counts added to the bucket's (created at 0 when
+     * missing); percentiles set. */
+    int (*history_add)(struct store *s, const struct store_history *v, size_t n);
+    int (*history_latency)(struct store *s, const struct store_history *v, size_t n);
     /* The latency ring holds `slots` samples per endpoint: slots above go. */
     int (*latency_ring_size)(struct store *s, int64_t slots);
 
@@ -297,10 +319,16 @@ struct store_ops {
     /* Endpoints with p95 > p95_ms and at least min_samples, slowest first. */
     int (*slow_endpoints)(struct store *s, int64_t p95_ms, int64_t min_samples,
                           int (*fn)(void *ctx, const struct store_endpoint_info *e), void *ctx);
-    /* Every latency sample of one endpoint measured at or after since,
-     * appended to *buf (grown with realloc; *cap its size). */
-    int (*latency_window)(struct store *s, int64_t endpoint_id, int64_t since, int64_t **buf,
+    /* Every latency sample of one endpoint measured at or after since
+     * and before until, appended to *buf (grown with realloc; *cap its size). */
+    int (*latency_window)(struct store *s, int64_t endpoint_id, int64_t since, int64_t until, int64_t **buf,
                           size_t *cap, size_t *n);
+    /* History rows of buckets from since on, by endpoint then bucket. */
+    int (*history)(struct store *s, int64_t since, int (*fn)(void *ctx, const struct store_history *h), void *ctx);
+    /* Dead letters created from since on, per error class ("unknown"
+     * when none was recorded), most first. */
+    int (*dead_classes)(struct store *s, int64_t since, int (*fn)(void *ctx, const char *error_class, int64_t n),
+                        void *ctx);
 };
 
 /* Open the configured backend ([storage] path today). The writer checks

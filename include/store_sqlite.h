@@ -26,15 +26,16 @@ enum sq_stmt {
     /* writer */
     SQ_INSERT, SQ_INSERT_CLAIMED, SQ_FIND, SQ_CLAIM, SQ_NEXT_DUE, SQ_CLAIM_ORDERED, SQ_NEXT_DUE_ORDERED,
     SQ_DELIVERED, SQ_FAILED, SQ_DEAD, SQ_RELEASE, SQ_ATTEMPT, SQ_SAMPLE,
-    SQ_HEALTH_SAVE, SQ_ROLLUP_SAVE,
-    SQ_EXPIRE_DELIVERED, SQ_EXPIRE_DEAD,
+    SQ_HEALTH_SAVE, SQ_ROLLUP_SAVE, SQ_HISTORY_ADD, SQ_HISTORY_LATENCY,
+    SQ_EXPIRE_DELIVERED, SQ_EXPIRE_DEAD, SQ_EXPIRE_HISTORY,
     SQ_EP_FIND, SQ_EP_PUT, SQ_EP_PAUSE, SQ_EP_DEAD, SQ_EP_DELETE, SQ_EP_HEALTH_DELETE, SQ_EP_RING_DELETE,
+    SQ_EP_HISTORY_DELETE,
     SQ_RING_TRIM,
     SQ__WRITER,
     /* reader */
     SQ_CNT_PENDING = SQ__WRITER, SQ_CNT_FAILED, SQ_CNT_IN_FLIGHT, SQ_CNT_DEAD, SQ_CNT_DELIVERED,
     SQ_DELIVERED_SINCE, SQ_FAILED_SINCE, SQ_OLDEST_PENDING,
-    SQ_GET, SQ_GET_ATTEMPTS, SQ_EP_LIST, SQ_DEAD_LETTERS, SQ_SLOW, SQ_LATENCY,
+    SQ_GET, SQ_GET_ATTEMPTS, SQ_EP_LIST, SQ_DEAD_LETTERS, SQ_SLOW, SQ_LATENCY, SQ_HISTORY, SQ_DEAD_CLASSES,
     SQ_BEGIN, SQ_COMMIT,
     SQ__COUNT
 };
@@ -91,6 +92,8 @@ int sq_endpoint_delete(struct store *s, int64_t id, int64_t now, int64_t *dead);
 int sq_endpoint_pause(struct store *s, int64_t id, int paused, const char *reason, int64_t now);
 int sq_health_save(struct store *s, const struct store_health *v, size_t n);
 int sq_rollup_save(struct store *s, const struct store_rollup *v, size_t n);
+int sq_history_add(struct store *s, const struct store_history *v, size_t n);
+int sq_history_latency(struct store *s, const struct store_history *v, size_t n);
 int sq_latency_ring_size(struct store *s, int64_t slots);
 
 int sq_snapshot_begin(struct store *s);
@@ -106,6 +109,10 @@ int sq_dead_letters(struct store *s, int64_t since, int limit,
                     int (*fn)(void *ctx, const struct store_dead_group *g), void *ctx);
 int sq_slow_endpoints(struct store *s, int64_t p95_ms, int64_t min_samples,
                       int (*fn)(void *ctx, const struct store_endpoint_info *e), void *ctx);
-int sq_latency_window(struct store *s, int64_t endpoint_id, int64_t since, int64_t **buf, size_t *cap, size_t *n);
+int sq_latency_window(struct store *s, int64_t endpoint_id, int64_t since, int64_t until, int64_t **buf,
+                      size_t *cap, size_t *n);
+int sq_history(struct store *s, int64_t since, int (*fn)(void *ctx, const struct store_history *h), void *ctx);
+int sq_dead_classes(struct store *s, int64_t since, int (*fn)(void *ctx, const char *error_class, int64_t n),
+                    void *ctx);
 
 #endif

@@ -23,6 +23,7 @@
 #include "cli_show.h"
 #include "client.h"
 #include "config.h"
+#include "report.h"
 #include "server.h"
 #include "top.h"
 #include "topview.h"
@@ -256,6 +257,78 @@ static int run_top(const struct cmd *c, int argc, char **argv)
     return top_once(sock, timeout, sort, desc, width);
 }
 
+/* Ask for the report and write the page: to FILE.tmp, then renamed, so
+ * a reader of FILE never sees half a page. */
+static int run_report(const struct cmd *c, int argc, char **argv)
+{
+    struct args a;
+    struct buf req = {0}, reply = {0}, page = {0}, tmp = {0};
+    char err[1024], sock[128];
+    int64_t timeout = 120000, since = 24 * 3600000LL;
+    cJSON *r = NULL;
+    FILE *f;
+    int ok, rc = start(c, argc, argv, &a);
+
+    if (rc >= 0)
+        return rc;
+    rc = CLI_EXIT_USAGE;
+    if (!a.val[O_HTML]) {
+        fprintf(stderr, "hookd report: --html FILE is required\n");
+        goto out;
+    }
+    if (a.val[O_SINCE] && (util_parse_duration_ms(a.val[O_SINCE], &since) < 0 || since < 3600000LL ||
+                           since > 366 * 24 * 3600000LL)) {
+        fprintf(stderr, "hookd report: --since wants a duration from 1h to 366d (e.g. 24h, 7d), not '%s'\n",
+                a.val[O_SINCE]);
+        goto out;
+    }
+    if (a.val[O_TIMEOUT] && (util_parse_duration_ms(a.val[O_TIMEOUT], &timeout) < 0 || timeout <= 0)) {
+        fprintf(stderr, "hookd report: --timeout wants a duration like 60s, not '%s'\n", a.val[O_TIMEOUT]);
+        goto out;
+    }
+    if (client_resolve_socket(&a, sock, sizeof sock) < 0)
+        goto out;
+    buf_printf(&req, "{\"op\":\"report\",\"hours\":%lld}\n", (long long)((since + 3599999) / 3600000));
+    if (client_transact(sock, &req, timeout, &reply, err, sizeof err) < 0) {
+        fprintf(stderr, "hookd: %s\n", err);
+        rc = CLI_EXIT_UNAVAILABLE;
+        goto out;
+    }
+    rc = CLI_EXIT_ERROR;
+    r = cJSON_ParseWithLength(reply.p, reply.len);
+    if (!cJSON_IsTrue(cli_jget(r, "ok"))) {
+        char code[64], msg[512];
+        cli_fmt_val(cli_jget(cli_jget(r, "error"), "code"), code, sizeof code);
+        cli_fmt_val(cli_jget(cli_jget(r, "error"), "message"), msg, sizeof msg);
+        fprintf(stderr, "hookd: %s: %s\n", code, msg);
+        goto out;
+    }
+    if (report_html(r, util_now_ms(), &page) < 0) {
+        fprintf(stderr, "hookd report: malformed report from the daemon\n");
+        goto out;
+    }
+    buf_printf(&tmp, "%s.tmp", a.val[O_HTML]);
+    f = tmp.failed ? NULL : fopen(tmp.p, "w");
+    ok = f && fwrite(page.p, 1, page.len, f) == page.len;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (!ok || rename(tmp.p, a.val[O_HTML]) != 0) {
+        fprintf(stderr, "hookd report: cannot write %s: %s\n", a.val[O_HTML], strerror(errno));
+        if (tmp.p)
+            unlink(tmp.p);
+        goto out;
+    }
+    printf("wrote %s (%zu bytes)\n", a.val[O_HTML], page.len);
+    rc = CLI_EXIT_OK;
+out:
+    cJSON_Delete(r);
+    buf_free(&req);
+    buf_free(&reply);
+    buf_free(&page);
+    buf_free(&tmp);
+    return rc;
+}
+
 #define CLIENT(nm, adm, us, hl, op_, extra, minp, maxp, bld, shw)                              \
     {nm, run_client, 1, adm, us, hl, CLIENT_OPTS | (extra), minp, maxp, op_, bld, shw}
 
@@ -310,6 +383,9 @@ static const struct cmd commands[] = {
            OB(O_P95), 0, 0, cli_build_slow, cli_show_slow),
     CLIENT("metrics", 0, "metrics", "Print Prometheus metrics.", "metrics", 0, 0, 0, cli_build_none,
            cli_show_metrics),
+    {"report", run_report, 0, 0, "report --html FILE [--since DURATION]",
+     "Write a self-contained HTML health report (charts as inline SVG) of the last DURATION (default 24h).",
+     OB(O_CONFIG) | OB(O_SOCKET) | OB(O_TIMEOUT) | OB(O_HTML) | OB(O_SINCE), 0, 0, NULL, NULL, NULL},
     {"top", run_top, 0, 0, "top [--once] [--sort COLUMN]",
      "Live view of the endpoints, refreshed every second (q quits; --once prints one frame).\n"
      "                   COLUMN: name state inflight dlv fail p50 p95 p99 queue oldest (default fail).",

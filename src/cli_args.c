@@ -36,6 +36,7 @@ static const struct optdef {
     [O_STATUS] = {"status", 0, 1},
     [O_ONCE] = {"once", 0, 0},
     [O_SORT] = {"sort", 0, 1},
+    [O_HTML] = {"html", 0, 1},
 };
 
 /* ---------- argument parsing ---------- */

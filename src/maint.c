@@ -3,6 +3,8 @@
 #include "log.h"
 #include "util.h"
 
+#include <string.h>
+
 static void failed(struct maint *m, const char *job)
 {
     m->failed = m->st->errc;
@@ -24,15 +26,17 @@ int maint_expire(struct maint *m, int64_t now)
     static const struct {
         enum store_expiry what;
         const char *name;
-    } kinds[] = {{EXPIRE_DELIVERED, "delivered"}, {EXPIRE_DEAD_LETTERS, "dead_letters"}};
+    } kinds[] = {{EXPIRE_DELIVERED, "delivered"}, {EXPIRE_DEAD_LETTERS, "dead_letters"},
+                 {EXPIRE_HISTORY, "history"}};
     const struct config *c = m->c;
-    int64_t before[2], n[2] = {0, 0};
+    int64_t before[3], n[3] = {0, 0, 0};
     size_t i;
     int more = 0;
 
     before[0] = now - c->keep_delivered_ms;
     before[1] = now - c->keep_dead_letter_ms;
-    for (i = 0; i < 2; i++) {
+    before[2] = now - c->history_keep_ms;
+    for (i = 0; i < 3; i++) {
         struct store *st = m->st;
         if (st->ops->begin(st, 0) < 0 || st->ops->expire(st, kinds[i].what, before[i], c->cleanup_chunk, &n[i]) < 0 ||
             st->ops->commit(st) < 0) {
@@ -41,8 +45,9 @@ int maint_expire(struct maint *m, int64_t now)
         }
         more |= n[i] == c->cleanup_chunk;
     }
-    if (n[0] || n[1])
-        log_debug("cleanup", "%s=%lld %s=%lld", kinds[0].name, (long long)n[0], kinds[1].name, (long long)n[1]);
+    if (n[0] || n[1] || n[2])
+        log_debug("cleanup", "%s=%lld %s=%lld %s=%lld", kinds[0].name, (long long)n[0], kinds[1].name,
+                  (long long)n[1], kinds[2].name, (long long)n[2]);
     return more;
 }
 
@@ -94,9 +99,60 @@ void maint_slow_scan(struct maint *m, int64_t now)
     registry_round_commit(r);
 }
 
+/* The history counts of every endpoint, about once a minute: the report
+ * sees the current bucket, and a crash loses at most that much of them. */
+static void job_history(void *ctx, int64_t now)
+{
+    struct maint *m = ctx;
+    struct registry *r = m->reg;
+
+    (void)now;
+    registry_round_begin(r);
+    registry_history_collect(r);
+    if (!r->nhist_out) {
+        registry_round_commit(r);
+        return;
+    }
+    if (m->st->ops->begin(m->st, 0) < 0 || registry_history_flush(r, m->st) < 0 || m->st->ops->commit(m->st) < 0) {
+        failed(m, "history");
+        registry_round_undo(r);
+        return;
+    }
+    registry_round_commit(r);
+}
+
 static void job_slow_scan(void *ctx, int64_t now)
 {
     maint_slow_scan(ctx, now);
+}
+
+/* The rollup's bucket percentiles into the history rows (only buckets
+ * that had samples: 10,000 quiet endpoints write nothing). */
+static int history_latency(struct store *st, const struct store_rollup *v, size_t n)
+{
+    struct store_history h[64];
+    size_t i, k = 0;
+    int b;
+
+    for (i = 0; i < n; i++)
+        for (b = 0; b < 2; b++) {
+            if (!v[i].bucket[b].bucket_at || !v[i].bucket[b].sample_count)
+                continue;
+            memset(&h[k], 0, sizeof h[k]);
+            h[k].endpoint_id = v[i].endpoint_id;
+            h[k].bucket_at = v[i].bucket[b].bucket_at;
+            h[k].has_latency = v[i].bucket[b].has_latency;
+            h[k].p50_ms = v[i].bucket[b].p50_ms;
+            h[k].p95_ms = v[i].bucket[b].p95_ms;
+            h[k].p99_ms = v[i].bucket[b].p99_ms;
+            h[k].sample_count = v[i].bucket[b].sample_count;
+            if (++k == sizeof h / sizeof h[0]) {
+                if (st->ops->history_latency(st, h, k) < 0)
+                    return -1;
+                k = 0;
+            }
+        }
+    return k ? st->ops->history_latency(st, h, k) : 0;
 }
 
 void maint_apply_rollup(struct maint *m, const struct store_rollup *v, size_t n)
@@ -105,7 +161,8 @@ void maint_apply_rollup(struct maint *m, const struct store_rollup *v, size_t n)
 
     if (!n)
         return;
-    if (m->st->ops->begin(m->st, 0) < 0 || m->st->ops->rollup_save(m->st, v, n) < 0 || m->st->ops->commit(m->st) < 0) {
+    if (m->st->ops->begin(m->st, 0) < 0 || m->st->ops->rollup_save(m->st, v, n) < 0 ||
+        history_latency(m->st, v, n) < 0 || m->st->ops->commit(m->st) < 0) {
         failed(m, "rollup");
         return;
     }
@@ -127,7 +184,9 @@ int maint_register(struct maint *m, const struct config *c, struct store *st, st
     m->failed = STORE_OK;
     if (cron_add(cron, "checkpoint", CRON_WRITER, c->checkpoint_interval_ms, job_checkpoint, m) < 0 ||
         cron_add(cron, "cleanup", CRON_WRITER, c->cleanup_interval_ms, job_cleanup, m) < 0 ||
-        cron_add(cron, "slow_scan", CRON_WRITER, c->slow_scan_interval_ms, job_slow_scan, m) < 0)
+        cron_add(cron, "slow_scan", CRON_WRITER, c->slow_scan_interval_ms, job_slow_scan, m) < 0 ||
+        cron_add(cron, "history", CRON_WRITER, c->history_bucket_ms < 60000 ? c->history_bucket_ms : 60000,
+                 job_history, m) < 0)
         return -1;
     return 0;
 }

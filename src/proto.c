@@ -33,6 +33,7 @@ static const struct {
     {"slow", OP_SLOW, 0, "p95_ms"},
     {"metrics", OP_METRICS, 0, ""},
     {"attempts", OP_ATTEMPTS, 0, "id"},
+    {"report", OP_REPORT, 0, "hours"},
 };
 
 const char *proto_op_fields(enum proto_op op)
@@ -524,6 +525,7 @@ int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
         o = NULL; /* ownership moves to the request */
         break;
     case OP_DEAD_LETTERS:
+    case OP_REPORT:
         r->hours = 24;
         if (get_int(o, "hours", &r->hours, 1, 24 * 3650, err) < 0)
             goto out;

@@ -3,6 +3,7 @@
  * at the end of each answer. */
 #include "query.h"
 #include "epstats.h"
+#include "query_report.h"
 #include "breaker.h"
 #include "counters.h"
 #include "epdef.h"
@@ -415,6 +416,8 @@ int query_answer(struct store *st, const struct config *c, struct req *r)
         return do_slow(st, c, r);
     case OP_METRICS:
         return do_metrics(st, r);
+    case OP_REPORT:
+        return query_report(st, c, r, now);
     default:
         req_error(r, PERR_INTERNAL, "op %s is not a query", proto_op_name(r->p.op));
         return 0;

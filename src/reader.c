@@ -74,6 +74,31 @@ static int add_id(void *arg, const struct store_endpoint_info *e)
     return 0;
 }
 
+/* The previous and the current [history] bucket's percentiles, for the
+ * report's time series: the samples of each bucket still in the ring. */
+static int bucket_percentiles(struct reader *rd, struct store_rollup *r, int64_t now)
+{
+    int64_t step = rd->c->history_bucket_ms, cur = now - now % step;
+    int b;
+
+    for (b = 0; b < 2; b++) {
+        int64_t from = b == 0 ? cur - step : cur, until = b == 0 ? cur : INT64_MAX;
+        size_t k = 0;
+        if (rd->st->ops->latency_window(rd->st, r->endpoint_id, from, until, &rd->lat, &rd->lat_cap, &k) < 0)
+            return -1;
+        r->bucket[b].bucket_at = from;
+        r->bucket[b].sample_count = (int64_t)k;
+        if (!k)
+            continue;
+        percentile_sort(rd->lat, k);
+        r->bucket[b].has_latency = 1;
+        r->bucket[b].p50_ms = reader_percentile_ms(rd->lat, k, 0.5);
+        r->bucket[b].p95_ms = reader_percentile_ms(rd->lat, k, 0.95);
+        r->bucket[b].p99_ms = reader_percentile_ms(rd->lat, k, 0.99);
+    }
+    return 0;
+}
+
 /* No snapshot over the whole rollup: each endpoint's window is read in its
  * own short read transaction, so the writer's checkpoints can reset the
  * WAL between them even when the window holds millions of rows. */
@@ -90,7 +115,7 @@ static void job_rollup(void *ctx, int64_t now)
     for (i = 0; i < x.n; i++) {
         struct store_rollup *r = &x.v[i];
         size_t k = 0;
-        if (st->ops->latency_window(st, r->endpoint_id, since, &rd->lat, &rd->lat_cap, &k) < 0)
+        if (st->ops->latency_window(st, r->endpoint_id, since, INT64_MAX, &rd->lat, &rd->lat_cap, &k) < 0)
             goto fail;
         if (k) {
             percentile_sort(rd->lat, k);
@@ -102,6 +127,8 @@ static void job_rollup(void *ctx, int64_t now)
         r->sample_count = (int64_t)k;
         r->at = now;
         total += (int64_t)k;
+        if (k && bucket_percentiles(rd, r, now) < 0)
+            goto fail;
     }
     log_debug("rollup", "endpoints=%zu samples=%lld duration_ms=%lld", x.n, (long long)total,
               (long long)(util_mono_ms() - t0));

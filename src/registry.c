@@ -64,6 +64,7 @@ void registry_free(struct registry *r)
     free(r->by_name);
     free(r->undo);
     free(r->dirty);
+    free(r->hist_out);
     memset(r, 0, sizeof *r);
 }
 
@@ -228,6 +229,7 @@ void registry_round_begin(struct registry *r)
     r->undo_lost = 0;
     r->saved_in_flight = r->in_flight;
     r->saved_rr = r->rr;
+    r->saved_nhist_out = r->nhist_out;
 }
 
 void registry_touch(struct registry *r, struct endpoint *e)
@@ -270,6 +272,7 @@ void registry_round_undo(struct registry *r)
     r->in_flight = r->saved_in_flight;
     r->rr = r->saved_rr;
     r->nundo = 0;
+    r->nhist_out = r->saved_nhist_out;   /* the endpoints got their counts back */
     if (r->notify)
         notify_undo(r->notify);
 }
@@ -349,6 +352,7 @@ void registry_round_commit(struct registry *r)
 {
     r->ndirty = 0;
     r->nundo = 0;
+    r->nhist_out = 0;
     if (r->notify)
         notify_committed(r->notify);
 }
@@ -364,6 +368,80 @@ void registry_log_flush(struct registry *r, int64_t now)
              n, r->held_to[BREAKER_OPEN], r->held_to[BREAKER_HALF_OPEN], r->held_to[BREAKER_CLOSED],
              (long long)r->tlog.window_ms, r->tlog.limit);
     memset(r->held_to, 0, sizeof r->held_to);
+}
+
+static int64_t bucket_of(const struct registry *r, int64_t now)
+{
+    int64_t b = r->c->history_bucket_ms > 0 ? r->c->history_bucket_ms : 300000;
+    return now - now % b;
+}
+
+static void hist_push(struct registry *r, struct endpoint *e)
+{
+    struct store_history *h;
+
+    if (!e->hist.ok && !e->hist.fail && !e->hist.opens)
+        return;
+    if (r->nhist_out == r->hist_out_cap) {
+        size_t nc = r->hist_out_cap ? r->hist_out_cap * 2 : 64;
+        struct store_history *nv = realloc(r->hist_out, nc * sizeof *nv);
+        if (!nv)
+            return;   /* out of memory: the counts wait for the next flush */
+        r->hist_out = nv;
+        r->hist_out_cap = nc;
+    }
+    h = &r->hist_out[r->nhist_out++];
+    memset(h, 0, sizeof *h);
+    h->endpoint_id = e->id;
+    h->bucket_at = e->hist.bucket;
+    h->delivered = e->hist.ok;
+    h->failed = e->hist.fail;
+    h->breaker_opens = e->hist.opens;
+    e->hist.ok = e->hist.fail = e->hist.opens = 0;
+}
+
+static void hist_roll(struct registry *r, struct endpoint *e, int64_t now)
+{
+    int64_t b = bucket_of(r, now);
+
+    if (e->hist.bucket == b)
+        return;
+    hist_push(r, e);
+    if (!e->hist.ok && !e->hist.fail && !e->hist.opens)
+        e->hist.bucket = b;
+}
+
+void registry_history_note(struct registry *r, struct endpoint *e, int ok, int64_t now)
+{
+    registry_touch(r, e);
+    hist_roll(r, e, now);
+    if (ok)
+        e->hist.ok++;
+    else
+        e->hist.fail++;
+}
+
+void registry_history_collect(struct registry *r)
+{
+    size_t i;
+
+    for (i = 0; i < r->n; i++) {
+        struct endpoint *e = r->v[i];
+        if (!e->hist.ok && !e->hist.fail && !e->hist.opens)
+            continue;   /* 10,000 quiet endpoints cost no undo entry */
+        registry_touch(r, e);
+        hist_push(r, e);
+    }
+}
+
+int registry_history_flush(struct registry *r, struct store *st)
+{
+    if (!r->nhist_out)
+        return 0;
+    if (st->ops->history_add(st, r->hist_out, r->nhist_out) < 0)
+        return -1;
+    /* emptied at commit (registry_round_commit): a rollback keeps them */
+    return 0;
 }
 
 void registry_notify(struct registry *r, const struct opsev *ev)
@@ -388,8 +466,11 @@ static void breaker_event(struct registry *r, struct endpoint *e, const struct b
     enum opsev_type ty;
     struct opsev ev;
 
-    if (t->to == BREAKER_OPEN && t->from == BREAKER_CLOSED)
+    if (t->to == BREAKER_OPEN && t->from == BREAKER_CLOSED) {
+        hist_roll(r, e, now);
+        e->hist.opens++;
         ty = OPSEV_BREAKER_OPENED;
+    }
     else if (t->to == BREAKER_CLOSED)
         ty = OPSEV_BREAKER_CLOSED;
     else

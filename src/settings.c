@@ -91,6 +91,9 @@ static const struct cfg_def cfg_table[] = {
     {"retention", "cleanup_interval", T_DUR, C(cleanup_interval_ms), 100, DAY, "60s", "retention and latency cleanup period", NULL},
     {"retention", "checkpoint_interval", T_DUR, C(checkpoint_interval_ms), 100, HOUR, "10s", "WAL checkpoint period", NULL},
 
+    {"history", "bucket", T_DUR, C(history_bucket_ms), 1000, HOUR, "5m", "time series step of hookd report (counts and percentiles per endpoint)", NULL},
+    {"history", "keep", T_DUR, C(history_keep_ms), 60000, 366 * DAY, "7d", "history rows kept this long", NULL},
+
     {"ops", "endpoint", T_STR, C(ops_endpoint), 0, 0, "", "endpoint that receives hookd's own events (empty: none)", NULL},
     {"ops", "event_types", T_STR, C(ops_event_types), 0, 0, "*", "events sent to it (* or a list, e.g. endpoint.disabled, storage.low_space)", NULL},
     {"ops", "quiet", T_DUR, C(ops_quiet_ms), 0, DAY, "10m", "a breaker changing again within this is summarised once", NULL},

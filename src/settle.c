@@ -136,6 +136,7 @@ static int endpoint_effects(struct registry *r, struct store *st, struct endpoin
         e->next_due = 0;
         return 0;
     }
+    registry_history_note(r, e, row->outcome == OUTCOME_DELIVERED, now);
     if (row->hold_until > e->hold_until)
         e->hold_until = row->hold_until;
     if (row->s.verdict == SETTLE_RETRY && row->s.next_attempt_at < e->next_due)

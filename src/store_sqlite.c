@@ -137,6 +137,8 @@ static const struct store_ops sq_ops = {
     .endpoint_pause = sq_endpoint_pause,
     .health_save = sq_health_save,
     .rollup_save = sq_rollup_save,
+    .history_add = sq_history_add,
+    .history_latency = sq_history_latency,
     .latency_ring_size = sq_latency_ring_size,
     .checkpoint = sq_checkpoint,
     .backup = sq_backup,
@@ -149,6 +151,8 @@ static const struct store_ops sq_ops = {
     .dead_letters = sq_dead_letters,
     .slow_endpoints = sq_slow_endpoints,
     .latency_window = sq_latency_window,
+    .history = sq_history,
+    .dead_classes = sq_dead_classes,
 };
 
 int store_sqlite_open(const struct config *c, enum store_role role, struct store **out, char *err, size_t errlen)

@@ -140,6 +140,10 @@ int sq_endpoint_delete(struct store *s, int64_t id, int64_t now, int64_t *dead)
         return -1;
     st = sq_stmt(q, SQ_EP_RING_DELETE);
     sqlite3_bind_int64(st, 1, id);
+    if (sq_exec_stmt(q, st, "endpoint delete") < 0)
+        return -1;
+    st = sq_stmt(q, SQ_EP_HISTORY_DELETE);
+    sqlite3_bind_int64(st, 1, id);
     return sq_exec_stmt(q, st, "endpoint delete");
 }
 
@@ -210,6 +214,45 @@ int sq_rollup_save(struct store *s, const struct store_rollup *v, size_t n)
         sqlite3_bind_int64(st, 5, v[i].sample_count);
         sqlite3_bind_int64(st, 6, v[i].at);
         if (sq_exec_stmt(q, st, "rollup save") < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int sq_history_add(struct store *s, const struct store_history *v, size_t n)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        sqlite3_stmt *st = sq_stmt(q, SQ_HISTORY_ADD);
+        sqlite3_bind_int64(st, 1, v[i].endpoint_id);
+        sqlite3_bind_int64(st, 2, v[i].bucket_at);
+        sqlite3_bind_int64(st, 3, v[i].delivered);
+        sqlite3_bind_int64(st, 4, v[i].failed);
+        sqlite3_bind_int64(st, 5, v[i].breaker_opens);
+        if (sq_exec_stmt(q, st, "history add") < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int sq_history_latency(struct store *s, const struct store_history *v, size_t n)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        sqlite3_stmt *st = sq_stmt(q, SQ_HISTORY_LATENCY);
+        sqlite3_bind_int64(st, 1, v[i].endpoint_id);
+        sqlite3_bind_int64(st, 2, v[i].bucket_at);
+        if (v[i].has_latency) {
+            sqlite3_bind_int64(st, 3, v[i].p50_ms);
+            sqlite3_bind_int64(st, 4, v[i].p95_ms);
+            sqlite3_bind_int64(st, 5, v[i].p99_ms);
+        }
+        sqlite3_bind_int64(st, 6, v[i].sample_count);
+        if (sq_exec_stmt(q, st, "history latency") < 0)
             return -1;
     }
     return 0;

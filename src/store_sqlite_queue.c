@@ -275,7 +275,9 @@ int sq_purge(struct store *s, const struct store_filter *f, int64_t *n)
 int sq_expire(struct store *s, enum store_expiry what, int64_t before, int64_t limit, int64_t *n)
 {
     struct sq_store *q = (struct sq_store *)s;
-    enum sq_stmt i = what == EXPIRE_DELIVERED ? SQ_EXPIRE_DELIVERED : SQ_EXPIRE_DEAD;
+    enum sq_stmt i = what == EXPIRE_DELIVERED ? SQ_EXPIRE_DELIVERED
+                     : what == EXPIRE_HISTORY ? SQ_EXPIRE_HISTORY
+                                              : SQ_EXPIRE_DEAD;
     sqlite3_stmt *st = sq_stmt(q, i);
 
     sqlite3_bind_int64(st, 1, before);

@@ -244,7 +244,8 @@ int sq_slow_endpoints(struct store *s, int64_t p95_ms, int64_t min_samples,
     return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "slow");
 }
 
-int sq_latency_window(struct store *s, int64_t endpoint_id, int64_t since, int64_t **buf, size_t *cap, size_t *n)
+int sq_latency_window(struct store *s, int64_t endpoint_id, int64_t since, int64_t until, int64_t **buf,
+                      size_t *cap, size_t *n)
 {
     struct sq_store *q = (struct sq_store *)s;
     sqlite3_stmt *st = sq_stmt(q, SQ_LATENCY);
@@ -253,6 +254,7 @@ int sq_latency_window(struct store *s, int64_t endpoint_id, int64_t since, int64
     *n = 0;
     sqlite3_bind_int64(st, 1, endpoint_id);
     sqlite3_bind_int64(st, 2, since);
+    sqlite3_bind_int64(st, 3, until);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (*n == *cap) {
             size_t nc = *cap ? *cap * 2 : 4096;
@@ -268,4 +270,49 @@ int sq_latency_window(struct store *s, int64_t endpoint_id, int64_t since, int64
     }
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "latency window");
+}
+
+int sq_history(struct store *s, int64_t since, int (*fn)(void *ctx, const struct store_history *h), void *ctx)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = sq_stmt(q, SQ_HISTORY);
+    int rc;
+
+    sqlite3_bind_int64(st, 1, since);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct store_history h;
+        h.endpoint_id = sqlite3_column_int64(st, 0);
+        h.bucket_at = sqlite3_column_int64(st, 1);
+        h.delivered = sqlite3_column_int64(st, 2);
+        h.failed = sqlite3_column_int64(st, 3);
+        h.breaker_opens = sqlite3_column_int64(st, 4);
+        h.has_latency = sqlite3_column_type(st, 6) != SQLITE_NULL;
+        h.p50_ms = sq_col_or(st, 5, 0);
+        h.p95_ms = sq_col_or(st, 6, 0);
+        h.p99_ms = sq_col_or(st, 7, 0);
+        h.sample_count = sqlite3_column_int64(st, 8);
+        if (fn(ctx, &h) != 0) {
+            sqlite3_reset(st);
+            return store_fail(s, STORE_E_NOMEM, "history: out of memory");
+        }
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "history");
+}
+
+int sq_dead_classes(struct store *s, int64_t since, int (*fn)(void *ctx, const char *error_class, int64_t n),
+                    void *ctx)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = sq_stmt(q, SQ_DEAD_CLASSES);
+    int rc;
+
+    sqlite3_bind_int64(st, 1, since);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        if (fn(ctx, col_text(st, 0), sqlite3_column_int64(st, 1)) != 0) {
+            sqlite3_reset(st);
+            return store_fail(s, STORE_E_NOMEM, "dead letter classes: out of memory");
+        }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "dead letter classes");
 }

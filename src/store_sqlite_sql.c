@@ -94,6 +94,16 @@ const char *const sq_sql[SQ__COUNT] = {
         "last_success_at = excluded.last_success_at, opened_at = excluded.opened_at, "
         "cooldown_ms = excluded.cooldown_ms, slow_since = excluded.slow_since, ring_next = excluded.ring_next, "
         "concurrency_limit = excluded.concurrency_limit, failing_since = excluded.failing_since",
+    [SQ_HISTORY_ADD] =
+        "INSERT INTO endpoint_history (endpoint_id, bucket_at, delivered, failed, breaker_opens) "
+        "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (endpoint_id, bucket_at) DO UPDATE SET "
+        "delivered = delivered + excluded.delivered, failed = failed + excluded.failed, "
+        "breaker_opens = breaker_opens + excluded.breaker_opens",
+    [SQ_HISTORY_LATENCY] =
+        "INSERT INTO endpoint_history (endpoint_id, bucket_at, p50_ms, p95_ms, p99_ms, sample_count) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (endpoint_id, bucket_at) DO UPDATE SET "
+        "p50_ms = excluded.p50_ms, p95_ms = excluded.p95_ms, p99_ms = excluded.p99_ms, "
+        "sample_count = excluded.sample_count",
     [SQ_ROLLUP_SAVE] =
         "UPDATE endpoint_health SET p50_ms = ?2, p95_ms = ?3, p99_ms = ?4, "
         "sample_count = ?5, rolled_up_at = ?6 WHERE endpoint_id = ?1",
@@ -105,6 +115,9 @@ const char *const sq_sql[SQ__COUNT] = {
     [SQ_EXPIRE_DEAD] =
         "DELETE FROM webhook_queue WHERE id IN (SELECT id FROM webhook_queue "
         "WHERE status = 'dead_letter' AND created_at < ?1 LIMIT ?2)",
+    [SQ_EXPIRE_HISTORY] =
+        "DELETE FROM endpoint_history WHERE (endpoint_id, bucket_at) IN (SELECT endpoint_id, bucket_at "
+        "FROM endpoint_history WHERE bucket_at < ?1 LIMIT ?2)",
     [SQ_EP_FIND] = "SELECT id FROM endpoints WHERE name = ?1",
     [SQ_EP_PUT] =
         "INSERT INTO endpoints (name, url, secrets, headers, event_types, settings, "
@@ -123,6 +136,7 @@ const char *const sq_sql[SQ__COUNT] = {
     [SQ_EP_DELETE] = "DELETE FROM endpoints WHERE id = ?1",
     [SQ_EP_HEALTH_DELETE] = "DELETE FROM endpoint_health WHERE endpoint_id = ?1",
     [SQ_EP_RING_DELETE] = "DELETE FROM endpoint_latency WHERE endpoint_id = ?1",
+    [SQ_EP_HISTORY_DELETE] = "DELETE FROM endpoint_history WHERE endpoint_id = ?1",
     [SQ_RING_TRIM] = "DELETE FROM endpoint_latency WHERE slot >= ?1",
 
     /* ---- reader ---- */
@@ -213,7 +227,14 @@ const char *const sq_sql[SQ__COUNT] = {
         "FROM endpoint_health h JOIN endpoints e ON e.id = h.endpoint_id "
         "WHERE h.p95_ms > ?1 AND h.sample_count >= ?2 ORDER BY h.p95_ms DESC, e.name",
     /* the endpoint's ring, at most [latency] samples rows */
-    [SQ_LATENCY] = "SELECT response_ms FROM endpoint_latency WHERE endpoint_id = ?1 AND measured_at >= ?2",
+    [SQ_LATENCY] = "SELECT response_ms FROM endpoint_latency WHERE endpoint_id = ?1 AND measured_at >= ?2 "
+                   "AND measured_at < ?3",
+    [SQ_HISTORY] =
+        "SELECT endpoint_id, bucket_at, delivered, failed, breaker_opens, p50_ms, p95_ms, p99_ms, sample_count "
+        "FROM endpoint_history WHERE bucket_at >= ?1 ORDER BY endpoint_id, bucket_at",
+    [SQ_DEAD_CLASSES] =
+        "SELECT coalesce(last_error_class, 'unknown'), count(*) FROM webhook_queue "
+        "WHERE status = 'dead_letter' AND created_at >= ?1 GROUP BY 1 ORDER BY 2 DESC, 1",
     /* one snapshot for the several queries of a reply or a task */
     [SQ_BEGIN] = "BEGIN",
     [SQ_COMMIT] = "COMMIT",

@@ -150,6 +150,7 @@ static void writer_round(struct writer *w, struct req *reqs, struct djob *result
         (batch && intake_batch(&w->reg, st, &batch, &answered, &claimed, now, util_mono_ms()) < 0) ||
         (claiming && dispatch_claim(&w->reg, st, now, util_mono_ms(), w->c->claim_batch, &claimed) < 0) ||
         registry_save_health(&w->reg, st, now) < 0 || registry_notify_flush(&w->reg, st, now) < 0 ||
+        registry_history_flush(&w->reg, st) < 0 ||
         st->ops->commit(st) < 0) {
         round_failed(w, batch, answered, results, claimed);
         return;
@@ -206,8 +207,9 @@ static void save_all_health(struct writer *w)
     registry_round_begin(&w->reg);
     for (i = 0; i < w->reg.n; i++)
         registry_mark_health(&w->reg, w->reg.v[i]);
+    registry_history_collect(&w->reg);
     if (st->ops->begin(st, 1) < 0 || registry_save_health(&w->reg, st, util_now_ms()) < 0 ||
-        st->ops->commit(st) < 0) {
+        registry_history_flush(&w->reg, st) < 0 || st->ops->commit(st) < 0) {
         log_warn("health_not_saved", "err=\"%s\" note=\"breaker states were saved as they changed\"",
                  st->errmsg);
         st->ops->rollback(st);

@@ -61,6 +61,8 @@ struct mem_state {
     size_t nhl;
     struct mem_sample *ring;
     size_t nring;
+    struct store_history *hist;
+    size_t nhist;
     int64_t next_msg_id, next_ep_id, next_att_id;
 };
 
@@ -127,6 +129,7 @@ static void state_free(struct mem_state *s)
     free(s->ep);
     free(s->hl);
     free(s->ring);
+    free(s->hist);
     memset(s, 0, sizeof *s);
 }
 
@@ -140,8 +143,11 @@ static void state_copy(struct mem_state *d, const struct mem_state *s)
     d->ep = calloc(s->nep + 1, sizeof *d->ep);
     d->hl = calloc(s->nhl + 1, sizeof *d->hl);
     d->ring = calloc(s->nring + 1, sizeof *d->ring);
-    if (!d->msg || !d->att || !d->ep || !d->hl || !d->ring)
+    d->hist = calloc(s->nhist + 1, sizeof *d->hist);
+    if (!d->msg || !d->att || !d->ep || !d->hl || !d->ring || !d->hist)
         abort();
+    if (s->nhist)
+        memcpy(d->hist, s->hist, s->nhist * sizeof *s->hist);
     if (s->nring)   /* an empty ring is NULL: memcpy must not see it */
         memcpy(d->ring, s->ring, s->nring * sizeof *s->ring);
     for (i = 0; i < s->nmsg; i++) {
@@ -167,6 +173,7 @@ static void state_copy(struct mem_state *d, const struct mem_state *s)
         d->ep[i] = s->ep[i];
         if (ep_def_copy(&d->ep[i].def, &s->ep[i].def) < 0)
             abort();
+        d->ep[i].pause_reason = dup_or_null(s->ep[i].pause_reason);
     }
     for (i = 0; i < s->nhl; i++) {
         d->hl[i] = s->hl[i];
@@ -601,6 +608,8 @@ static int m_expire(struct store *s, enum store_expiry what, int64_t before, int
     *n = 0;
     while (i < st->nmsg && *n < limit) {
         struct mem_msg *m = &st->msg[i];
+        if (what == EXPIRE_HISTORY)
+            break;
         if ((what == EXPIRE_DELIVERED && m->status == MSG_DELIVERED && m->delivered_at < before) ||
             (what == EXPIRE_DEAD_LETTERS && m->status == MSG_DEAD_LETTER && m->created_at < before)) {
             msg_drop(st, i);
@@ -609,6 +618,13 @@ static int m_expire(struct store *s, enum store_expiry what, int64_t before, int
             i++;
         }
     }
+    for (i = 0; what == EXPIRE_HISTORY && i < st->nhist && *n < limit;)
+        if (st->hist[i].bucket_at < before) {
+            st->hist[i] = st->hist[--st->nhist];
+            (*n)++;
+        } else {
+            i++;
+        }
     return 0;
 }
 
@@ -682,6 +698,11 @@ static int m_endpoint_delete(struct store *s, int64_t id, int64_t now, int64_t *
     for (i = 0; i < st->nring;)
         if (st->ring[i].endpoint_id == id)
             st->ring[i] = st->ring[--st->nring];
+        else
+            i++;
+    for (i = 0; i < st->nhist;)
+        if (st->hist[i].endpoint_id == id)
+            st->hist[i] = st->hist[--st->nhist];
         else
             i++;
     return 0;
@@ -1092,7 +1113,8 @@ static int m_slow_endpoints(struct store *s, int64_t p95_ms, int64_t min_samples
     return rc;
 }
 
-static int m_latency_window(struct store *s, int64_t endpoint_id, int64_t since, int64_t **buf, size_t *cap, size_t *n)
+static int m_latency_window(struct store *s, int64_t endpoint_id, int64_t since, int64_t until, int64_t **buf,
+                            size_t *cap, size_t *n)
 {
     struct mem_state *st = ST(s);
     size_t i;
@@ -1100,7 +1122,7 @@ static int m_latency_window(struct store *s, int64_t endpoint_id, int64_t since,
     *n = 0;
     for (i = 0; i < st->nring; i++) {
         const struct mem_sample *a = &st->ring[i];
-        if (a->endpoint_id != endpoint_id || a->at < since)
+        if (a->endpoint_id != endpoint_id || a->at < since || a->at >= until)
             continue;
         if (*n == *cap) {
             *cap = *cap ? *cap * 2 : 64;
@@ -1110,6 +1132,123 @@ static int m_latency_window(struct store *s, int64_t endpoint_id, int64_t since,
         }
         (*buf)[(*n)++] = a->response_ms;
     }
+    return 0;
+}
+
+static struct store_history *hist_row(struct mem_state *st, int64_t id, int64_t at)
+{
+    size_t i;
+    struct store_history *h;
+
+    for (i = 0; i < st->nhist; i++)
+        if (st->hist[i].endpoint_id == id && st->hist[i].bucket_at == at)
+            return &st->hist[i];
+    st->hist = grow(st->hist, st->nhist, sizeof *st->hist);
+    h = &st->hist[st->nhist++];
+    memset(h, 0, sizeof *h);
+    h->endpoint_id = id;
+    h->bucket_at = at;
+    return h;
+}
+
+static int m_history_add(struct store *s, const struct store_history *v, size_t n)
+{
+    size_t i;
+
+    if (writer_only(s, "history_add"))
+        return -1;
+    for (i = 0; i < n; i++) {
+        struct store_history *h = hist_row(ST(s), v[i].endpoint_id, v[i].bucket_at);
+        h->delivered += v[i].delivered;
+        h->failed += v[i].failed;
+        h->breaker_opens += v[i].breaker_opens;
+    }
+    return 0;
+}
+
+static int m_history_latency(struct store *s, const struct store_history *v, size_t n)
+{
+    size_t i;
+
+    if (writer_only(s, "history_latency"))
+        return -1;
+    for (i = 0; i < n; i++) {
+        struct store_history *h = hist_row(ST(s), v[i].endpoint_id, v[i].bucket_at);
+        h->has_latency = v[i].has_latency;
+        h->p50_ms = v[i].has_latency ? v[i].p50_ms : 0;
+        h->p95_ms = v[i].has_latency ? v[i].p95_ms : 0;
+        h->p99_ms = v[i].has_latency ? v[i].p99_ms : 0;
+        h->sample_count = v[i].sample_count;
+    }
+    return 0;
+}
+
+static int cmp_hist(const void *a, const void *b)
+{
+    const struct store_history *x = a, *y = b;
+
+    if (x->endpoint_id != y->endpoint_id)
+        return x->endpoint_id < y->endpoint_id ? -1 : 1;
+    return x->bucket_at < y->bucket_at ? -1 : x->bucket_at > y->bucket_at;
+}
+
+static int m_history(struct store *s, int64_t since, int (*fn)(void *ctx, const struct store_history *h), void *ctx)
+{
+    struct mem_state *st = ST(s);
+    struct store_history *v = calloc(st->nhist + 1, sizeof *v);
+    size_t i, k = 0;
+    int rc = 0;
+
+    if (!v)
+        abort();
+    for (i = 0; i < st->nhist; i++)
+        if (st->hist[i].bucket_at >= since)
+            v[k++] = st->hist[i];
+    qsort(v, k, sizeof *v, cmp_hist);
+    for (i = 0; i < k && rc == 0; i++)
+        if (fn(ctx, &v[i]) != 0)
+            rc = store_fail(s, STORE_E_NOMEM, "history: stopped");
+    free(v);
+    return rc;
+}
+
+static int m_dead_classes(struct store *s, int64_t since, int (*fn)(void *ctx, const char *error_class, int64_t n),
+                          void *ctx)
+{
+    struct mem_state *st = ST(s);
+    const char *cls[64];
+    int64_t cnt[64];
+    size_t i, j, k = 0;
+
+    for (i = 0; i < st->nmsg; i++) {
+        const struct mem_msg *m = &st->msg[i];
+        const char *c = m->last_error_class ? m->last_error_class : "unknown";
+        if (m->status != MSG_DEAD_LETTER || m->created_at < since)
+            continue;
+        for (j = 0; j < k && strcmp(cls[j], c) != 0; j++)
+            ;
+        if (j == k) {
+            if (k == 64)
+                continue;
+            cls[k] = c;
+            cnt[k++] = 0;
+        }
+        cnt[j]++;
+    }
+    /* most first, ties by name: the SQL's order */
+    for (i = 0; i < k; i++)
+        for (j = i + 1; j < k; j++)
+            if (cnt[j] > cnt[i] || (cnt[j] == cnt[i] && strcmp(cls[j], cls[i]) < 0)) {
+                const char *tc = cls[i];
+                int64_t tn = cnt[i];
+                cls[i] = cls[j];
+                cnt[i] = cnt[j];
+                cls[j] = tc;
+                cnt[j] = tn;
+            }
+    for (i = 0; i < k; i++)
+        if (fn(ctx, cls[i], cnt[i]) != 0)
+            return store_fail(s, STORE_E_NOMEM, "dead classes: stopped");
     return 0;
 }
 
@@ -1151,6 +1290,10 @@ static const struct store_ops mem_ops = {
     .dead_letters = m_dead_letters,
     .slow_endpoints = m_slow_endpoints,
     .latency_window = m_latency_window,
+    .history = m_history,
+    .dead_classes = m_dead_classes,
+    .history_add = m_history_add,
+    .history_latency = m_history_latency,
 };
 
 struct mem_db *mem_db_new(void)

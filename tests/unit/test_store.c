@@ -687,7 +687,8 @@ static void health_persists_and_rollups_read_back(void **state)
                              .last_failure_at = T0 - 5, .last_success_at = T0 - 100, .opened_at = T0 - 5,
                              .cooldown_ms = 600000, .slow_since = T0 - 900000, .ring_next = 17,
                              .concurrency_limit = 12, .failing_since = T0 - 60};
-    struct store_rollup r = {a, 1, 120, 900, 2500, 40, T0};
+    struct store_rollup r = {.endpoint_id = a, .has_latency = 1, .p50_ms = 120, .p95_ms = 900, .p99_ms = 2500,
+                             .sample_count = 40, .at = T0};
     struct store_health back = {0};
     struct eps x;
 
@@ -731,6 +732,99 @@ static void health_persists_and_rollups_read_back(void **state)
     assert_int_equal(x.n, 0);
 }
 
+struct hist {
+    struct store_history v[8];
+    int n;
+};
+
+static int keep_hist(void *ctx, const struct store_history *h)
+{
+    struct hist *x = ctx;
+
+    if (x->n < 8)
+        x->v[x->n] = *h;
+    x->n++;
+    return 0;
+}
+
+static int keep_class(void *ctx, const char *cls, int64_t n)
+{
+    char *out = ctx;
+
+    snprintf(out + strlen(out), 256 - strlen(out), "%s=%lld;", cls, (long long)n);
+    return 0;
+}
+
+/* The report's time series: counts add up, percentiles are set, rows
+ * leave with retention and with their endpoint; dead letters by class. */
+static void history_adds_sets_expires(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0), dead = 0, n = 0;
+    struct store_history add[3] = {
+        {.endpoint_id = a, .bucket_at = T0, .delivered = 5, .failed = 1},
+        {.endpoint_id = a, .bucket_at = T0, .delivered = 2, .breaker_opens = 1},
+        {.endpoint_id = b, .bucket_at = T0 + 300000, .failed = 4},
+    };
+    struct store_history lat = {.endpoint_id = a, .bucket_at = T0 + 300000, .has_latency = 1, .p50_ms = 10,
+                                .p95_ms = 40, .p99_ms = 90, .sample_count = 12};
+    struct hist x = {0};
+    char classes[256] = "";
+
+    begin(f);
+    OK(f->w->ops->history_add(f->w, add, 3));
+    OK(f->w->ops->history_latency(f->w, &lat, 1));
+    lat.bucket_at = T0;
+    lat.p95_ms = 41;
+    OK(f->w->ops->history_latency(f->w, &lat, 1));
+    commit(f);
+    OK(f->r->ops->history(f->r, 0, keep_hist, &x));
+    assert_int_equal(x.n, 3);
+    /* by endpoint, then bucket */
+    assert_true(x.v[0].endpoint_id == a && x.v[0].bucket_at == T0);
+    assert_int_equal(x.v[0].delivered, 7);
+    assert_int_equal(x.v[0].failed, 1);
+    assert_int_equal(x.v[0].breaker_opens, 1);
+    assert_true(x.v[0].has_latency && x.v[0].p95_ms == 41 && x.v[0].sample_count == 12);
+    assert_true(x.v[1].endpoint_id == a && x.v[1].bucket_at == T0 + 300000 && x.v[1].delivered == 0);
+    assert_true(x.v[1].has_latency && x.v[1].p99_ms == 90);
+    assert_true(x.v[2].endpoint_id == b && x.v[2].failed == 4 && !x.v[2].has_latency);
+    memset(&x, 0, sizeof x);
+    OK(f->r->ops->history(f->r, T0 + 1, keep_hist, &x));
+    assert_int_equal(x.n, 2);
+    /* retention: buckets that began before */
+    begin(f);
+    OK(f->w->ops->expire(f->w, EXPIRE_HISTORY, T0 + 1, 100, &n));
+    commit(f);
+    assert_int_equal(n, 1);
+    /* an endpoint's rows leave with it */
+    begin(f);
+    OK(f->w->ops->endpoint_delete(f->w, b, T0, &dead));
+    commit(f);
+    memset(&x, 0, sizeof x);
+    OK(f->r->ops->history(f->r, 0, keep_hist, &x));
+    assert_int_equal(x.n, 1);
+    assert_int_equal(x.v[0].endpoint_id, a);
+    /* dead letters by class, most first */
+    {
+        int64_t ids[3];
+        int i;
+        for (i = 0; i < 3; i++)
+            ids[i] = enqueue_at(f, a, i == 0 ? "c0" : i == 1 ? "c1" : "c2", T0, NULL);
+        assert_int_equal(claim(f, a, T0 + 10, 10).n, 3);
+        begin(f);
+        for (i = 0; i < 3; i++) {
+            struct store_settle st = {.id = ids[i], .endpoint_id = a, .verdict = SETTLE_DEAD, .attempts = 1,
+                                      .at = T0 + 20, .status_code = i ? 503 : 0, .response_ms = 3,
+                                      .error_class = i ? "http_503" : "timeout", .error = "x"};
+            OK(f->w->ops->settle(f->w, &st, 1));
+        }
+        commit(f);
+        OK(f->r->ops->dead_classes(f->r, 0, keep_class, classes));
+        assert_string_equal(classes, "http_503=2;timeout=1;");
+    }
+}
+
 static void latency_window_holds_only_real_responses(void **state)
 {
     struct fx *f = *state;
@@ -748,9 +842,9 @@ static void latency_window_holds_only_real_responses(void **state)
         settle(f, id, a, i == 0 ? SETTLE_DELIVERED : SETTLE_RETRY, 1, T0 + i * 1000, i < 2 ? 200 + i * 300 : 0,
                i != 2, i == 0 ? NULL : i == 2 ? "connect_failed" : "timeout", i == 0 ? NULL : "x");
     }
-    OK(f->r->ops->latency_window(f->r, a, T0, &buf, &cap, &n));
+    OK(f->r->ops->latency_window(f->r, a, T0, INT64_MAX, &buf, &cap, &n));
     assert_int_equal(n, 3);
-    OK(f->r->ops->latency_window(f->r, a, T0 + 1500, &buf, &cap, &n));
+    OK(f->r->ops->latency_window(f->r, a, T0 + 1500, INT64_MAX, &buf, &cap, &n));
     assert_int_equal(n, 1);   /* only the one at T0 + 3000 */
     free(buf);
 }
@@ -780,7 +874,7 @@ static void latency_ring_replaces_and_trims(void **state)
         OK(f->w->ops->settle(f->w, &s, 1));
         commit(f);
     }
-    OK(f->r->ops->latency_window(f->r, a, T0, &buf, &cap, &n));
+    OK(f->r->ops->latency_window(f->r, a, T0, INT64_MAX, &buf, &cap, &n));
     assert_int_equal(n, 4);
     {
         int64_t sum = 0;
@@ -791,12 +885,12 @@ static void latency_ring_replaces_and_trims(void **state)
     begin(f);
     OK(f->w->ops->latency_ring_size(f->w, 3));
     commit(f);
-    OK(f->r->ops->latency_window(f->r, a, T0, &buf, &cap, &n));
+    OK(f->r->ops->latency_window(f->r, a, T0, INT64_MAX, &buf, &cap, &n));
     assert_int_equal(n, 3);
     begin(f);
     OK(f->w->ops->endpoint_delete(f->w, a, T0 + 10, &dead));
     commit(f);
-    OK(f->r->ops->latency_window(f->r, a, 0, &buf, &cap, &n));
+    OK(f->r->ops->latency_window(f->r, a, 0, INT64_MAX, &buf, &cap, &n));
     assert_int_equal(n, 0);
     free(buf);
 }
@@ -903,6 +997,7 @@ static void stats_count_and_find_the_oldest(void **state)
         cmocka_unit_test_setup_teardown(endpoints_round_trip, setup, teardown),                \
         cmocka_unit_test_setup_teardown(health_persists_and_rollups_read_back, setup, teardown), \
         cmocka_unit_test_setup_teardown(latency_window_holds_only_real_responses, setup, teardown), \
+        cmocka_unit_test_setup_teardown(history_adds_sets_expires, setup, teardown), \
         cmocka_unit_test_setup_teardown(latency_ring_replaces_and_trims, setup, teardown),     \
         cmocka_unit_test_setup_teardown(dead_letters_group_by_class, setup, teardown),         \
         cmocka_unit_test_setup_teardown(stats_count_and_find_the_oldest, setup, teardown)
