@@ -90,7 +90,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 # Build and test packages; `deps` installs only what is missing.
 DEB_BUILD_DEPS := gcc make libc6-dev pkg-config libsqlite3-dev libcurl4-openssl-dev \
                   libmbedtls-dev libcjson-dev libinih-dev libncurses-dev
-DEB_TEST_DEPS  := libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus php-cli nodejs chromium
+DEB_TEST_DEPS  := libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus php-cli nodejs chromium python3-pytest-xdist
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: all deps run test unit integration asan tsan clean bench check-deps
@@ -145,9 +145,16 @@ unit: $(UNIT_BINS)
 	  echo "== $$t"; (cd tests/unit && ../../$$t) || fail=1; done; exit $$fail
 
 # HOOKD_BIN picks the binary under test (the static one, an installed one).
+# Most tests wait on hookd and its receivers rather than on the CPU, so
+# they run PYTEST_JOBS at a time (pytest-xdist); the ones marked serial
+# (wall-clock bounds, latency comparisons, heavy loads) run after them,
+# alone, so a busy machine cannot fail them.
 HOOKD_BIN ?= $(abspath $(HOOKD))
+PYTEST_JOBS ?= 3
+XDIST = $(if $(filter-out 0 1,$(PYTEST_JOBS)),$(shell $(PYTHON) -c 'import xdist' 2>/dev/null && printf -- '-n %s' $(PYTEST_JOBS)))
 integration: $(HOOKD)
-	HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x tests/integration $(PYTEST_ARGS)
+	HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x $(XDIST) -m 'not serial' tests/integration $(PYTEST_ARGS)
+	HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x -m serial tests/integration $(PYTEST_ARGS)
 
 test: deps
 	$(MAKE) all

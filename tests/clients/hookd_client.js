@@ -64,38 +64,45 @@ async function sendWindow(conn, reqs) {
 // events: [[eventId, payload], ...]. Resolves to the number of duplicates.
 async function enqueueAll(path, endpoint, events) {
   let todo = events.slice(), dups = 0, delay = 100, lastProgress = Date.now(), conn = null;
-  while (todo.length) {
-    let replies = [], why = null;
-    if (!conn) {
-      try { conn = await connect(path); } catch (e) { why = 'connect: ' + e.message; }
-    }
-    if (conn) {
-      const reqs = todo.slice(0, WINDOW).map(([id, payload]) =>
-        ({ op: 'enqueue', endpoint, event_id: id, payload }));
-      [replies, why] = await sendWindow(conn, reqs);
-    }
-    const broken = why !== null;              // a transport problem, not a refusal
-    let done = 0;
-    const again = [];
-    replies.forEach((r, k) => {
-      if (r.ok) {
-        dups += r.duplicate ? 1 : 0;
-        done++;
-        return;
+  try {
+    while (todo.length) {
+      let replies = [], why = null;
+      if (!conn) {
+        try { conn = await connect(path); } catch (e) { why = 'connect: ' + e.message; }
       }
-      if (!RETRYABLE.has(r.error.code)) throw new Fatal(r.error.code + ': ' + r.error.message);
-      again.push(todo[k]);                        // refused, not stored: send again
-      why = why || r.error.code;
-    });
-    todo = again.concat(todo.slice(replies.length));   // and whatever got no reply
-    if (conn && broken) { conn.sock.destroy(); conn = null; }   // start afresh
-    if (done) { delay = 100; lastProgress = Date.now(); }
-    if (why && todo.length) {
-      if (Date.now() - lastProgress > RETRY_FOR) throw new Error(`no progress for ${RETRY_FOR / 1000} s (${why})`);
-      process.stderr.write(`retrying in ${(delay / 1000).toFixed(1)} s: ${why}\n`);
-      await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(delay * 2, 2000);
+      if (conn) {
+        const reqs = todo.slice(0, WINDOW).map(([id, payload]) =>
+          ({ op: 'enqueue', endpoint, event_id: id, payload }));
+        [replies, why] = await sendWindow(conn, reqs);
+      }
+      const broken = why !== null;              // a transport problem, not a refusal
+      let done = 0;
+      const again = [];
+      replies.forEach((r, k) => {
+        if (r.ok) {
+          dups += r.duplicate ? 1 : 0;
+          done++;
+          return;
+        }
+        if (!RETRYABLE.has(r.error.code)) throw new Fatal(r.error.code + ': ' + r.error.message);
+        again.push(todo[k]);                        // refused, not stored: send again
+        why = why || r.error.code;
+      });
+      todo = again.concat(todo.slice(replies.length));   // and whatever got no reply
+      if (conn && broken) { conn.sock.destroy(); conn = null; }   // start afresh
+      if (done) { delay = 100; lastProgress = Date.now(); }
+      if (why && todo.length) {
+        if (Date.now() - lastProgress > RETRY_FOR) throw new Error(`no progress for ${RETRY_FOR / 1000} s (${why})`);
+        process.stderr.write(`retrying in ${(delay / 1000).toFixed(1)} s: ${why}\n`);
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 2000);
+      }
     }
+  } catch (e) {
+    // an open socket keeps Node running: close it, or a fatal error
+    // would leave the process waiting for the socket's own timeout
+    if (conn) conn.sock.destroy();
+    throw e;
   }
   if (conn) conn.sock.end();
   return dups;

@@ -786,9 +786,17 @@ if os.environ.get("HOOKD_LOG_SCAN", "1") != "0":
     _scan_wrap()
 
 
-def pytest_sessionfinish(session, exitstatus):
-    if os.environ.get("HOOKD_LOG_SCAN", "1") == "0" or not _scan_logs:
-        return
+def pytest_configure(config):
+    config.addinivalue_line("markers", "serial: run alone, not beside other tests (a wall-clock bound, a "
+                            "latency comparison or a heavy load); the Makefile runs these after the parallel rest")
+    # every process of this run (the xdist workers too) leaves its scan
+    # result in one directory; the process that reports reads them all
+    if not hasattr(config, "workerinput"):
+        os.environ["HOOKD_LOG_SCAN_DIR"] = tempfile.mkdtemp(prefix="hookd-logscan-")
+
+
+def _scan_own_logs():
+    """Search this process's daemons' logs; returns the result as a dict."""
     needles = {}
     for name, sec in (("SECRET_A", SECRET_A), ("SECRET_B", SECRET_B)):
         b64 = sec[len("whsec_"):]
@@ -799,6 +807,17 @@ def pytest_sessionfinish(session, exitstatus):
         needles["signature " + s[:12]] = s[3:]
     for p in _scan_payload_strings:
         needles["payload string %r" % p[:30]] = p
+    # Every needle is indexed by its first K characters: a line is tested
+    # only against the needles whose prefix occurs in it (a test run
+    # enqueues 100,000+ payload strings; testing each against each line
+    # took a minute).
+    K = 8
+    by_prefix, short = {}, []
+    for n, v in needles.items():
+        if len(v) >= K:
+            by_prefix.setdefault(v[:K], []).append((n, v))
+        else:
+            short.append((n, v))
     hits = []
     nlines = 0
     for path in _scan_logs:
@@ -808,14 +827,40 @@ def pytest_sessionfinish(session, exitstatus):
             continue
         for line in text.splitlines():
             nlines += 1
-            found = [n for n, v in needles.items() if v in line]
+            cand = set(short)
+            for i in range(len(line) - K + 1):
+                cand.update(by_prefix.get(line[i:i + K], ()))
+            found = sorted(n for n, v in cand if v in line)
             if _SCAN_SIG_RE.search(line):
                 found.append("signature-shaped text")
             if found:
                 hits.append("%s: %s: %s" % (path, ", ".join(found), line[:300]))
+    return {"files": len(_scan_logs), "lines": nlines, "needles": len(needles), "sigs": len(_scan_sigs),
+            "payloads": len(_scan_payload_strings), "hits": hits}
+
+
+def pytest_sessionfinish(session, exitstatus):
+    d = os.environ.get("HOOKD_LOG_SCAN_DIR")
+    if os.environ.get("HOOKD_LOG_SCAN", "1") == "0" or not d:
+        return
+    if _scan_logs:
+        with open(os.path.join(d, "scan-%d.json" % os.getpid()), "w") as f:
+            json.dump(_scan_own_logs(), f)
+    if hasattr(session.config, "workerinput"):
+        return   # the controller reports for every worker
+    total = {"files": 0, "lines": 0, "needles": 0, "sigs": 0, "payloads": 0, "hits": []}
+    for name in sorted(os.listdir(d)):
+        with open(os.path.join(d, name)) as f:
+            r = json.load(f)
+        for k in total:
+            total[k] = total[k] + r[k]
+    shutil.rmtree(d, ignore_errors=True)
+    if not total["files"]:
+        return
+    hits = total["hits"]
     tr = session.config.pluginmanager.get_plugin("terminalreporter")
     msg = ("log scan: %d log files, %d lines, %d needles (secrets, %d signatures, %d payload strings): %s"
-           % (len(_scan_logs), nlines, len(needles), len(_scan_sigs), len(_scan_payload_strings),
+           % (total["files"], total["lines"], total["needles"], total["sigs"], total["payloads"],
               "clean" if not hits else "%d LEAKS" % len(hits)))
     if tr is not None:
         tr.write_line("")

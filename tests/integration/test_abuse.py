@@ -309,6 +309,7 @@ def test_half_closed_without_reading_then_reset(hookd):
     assert d.running
 
 
+@pytest.mark.serial  # compares latencies
 def test_5000_idle_connections_do_not_slow_others(hookd):
     """5,000 connections that connect and say nothing (some send half a
     line) while another client keeps enqueueing: its latency stays

@@ -445,6 +445,7 @@ def test_sigterm_exits_0_and_removes_socket(hookd):
     assert "event=stopped" in log
 
 
+@pytest.mark.serial  # holds a wall-clock bound
 def test_sigterm_is_prompt_when_idle(hookd):
     """Nothing in flight: SIGTERM to exit well under a second or two (no
     waiting for a periodic timer)."""
@@ -456,6 +457,7 @@ def test_sigterm_is_prompt_when_idle(hookd):
     assert took < 2.0, "idle hookd took %.1fs to stop after SIGTERM" % took
 
 
+@pytest.mark.serial  # holds a wall-clock bound
 def test_sigterm_with_idle_client_connected(hookd):
     d = hookd(endpoints={"a": PARKED})
     c = d.client()

@@ -95,6 +95,7 @@ def test_500_then_200_delivered_on_second_attempt(hookd, receiver):
     assert [a["status_code"] for a in sorted(m["attempts"], key=lambda a: a["at"])] == [500, 200]
 
 
+@pytest.mark.serial  # holds a wall-clock bound
 def test_always_500_dead_letter_after_max_attempts(hookd, receiver):
     rcv = receiver(Reply(500, body=b"boom: database on fire"))
     d = hookd(endpoints={"a": ep(rcv, max_attempts=3)})
@@ -165,6 +166,7 @@ def test_redirect_is_dead_letter_and_not_followed(hookd, receiver, status):
     assert rcv.count("/hook") == 1
 
 
+@pytest.mark.serial  # holds a wall-clock bound
 @pytest.mark.parametrize("status", [429, 503])
 def test_retry_after_is_a_floor(hookd, receiver, status):
     """Retry-After: 1 on 429/503 delays the next attempt by >= ~1s, even
@@ -178,6 +180,7 @@ def test_retry_after_is_a_floor(hookd, receiver, status):
     assert 0.9 <= gap < 4.0, "next attempt %.3fs after a Retry-After: 1 answer" % gap
 
 
+@pytest.mark.serial  # holds a wall-clock bound
 @pytest.mark.parametrize("status", [429, 503])
 def test_retry_after_is_capped_at_max_delay(hookd, receiver, status):
     """The floor is capped at max_delay: a receiver cannot park a message
@@ -191,6 +194,7 @@ def test_retry_after_is_capped_at_max_delay(hookd, receiver, status):
     assert gap < 3.0, "next attempt %.3fs after Retry-After: 3600 with max_delay 1s" % gap
 
 
+@pytest.mark.serial  # holds a wall-clock bound
 def test_retry_after_below_max_delay(hookd, receiver):
     """With max_delay above the Retry-After value the floor holds."""
     rcv = receiver(Sequence(retry_after(1, 429), 200))
@@ -321,6 +325,7 @@ def test_kill9_during_delivery_nothing_lost_or_stuck(hookd, receiver, capsys):
     assert "recovered_in_flight" in d.log()
 
 
+@pytest.mark.serial  # holds a wall-clock bound
 def test_sigterm_lets_transfers_in_flight_finish(hookd, receiver):
     rcv = receiver(Reply(200, delay=1.0))
     # fixed concurrency: five in flight at once, whatever the limiter would learn
@@ -337,6 +342,7 @@ def test_sigterm_lets_transfers_in_flight_finish(hookd, receiver):
     assert not d.sock.exists()
 
 
+@pytest.mark.serial  # holds a wall-clock bound
 def test_sigterm_grace_expired_returns_rows_to_queue(hookd, receiver):
     rcv = receiver(HANG)
     d = hookd(endpoints={"a": ep(rcv, timeout="30s", adaptive=False)},
@@ -377,6 +383,7 @@ def test_enqueue_during_shutdown_refused_or_stored(hookd, receiver):
 
 # ------------------------------------------------------------------ isolation
 
+@pytest.mark.serial  # holds a wall-clock bound
 def test_hanging_endpoint_does_not_slow_healthy_one(hookd, receiver, capsys):
     rcv = receiver()
     rcv.set(HANG, "/hang")
@@ -407,6 +414,7 @@ def test_hanging_endpoint_does_not_slow_healthy_one(hookd, receiver, capsys):
 
 # ------------------------------------------------------------------ circuit breaker
 
+@pytest.mark.serial  # holds a wall-clock bound
 def test_breaker_opens_probes_once_and_closes(hookd, receiver):
     rcv = receiver(Sequence(*([500] * 5 + [200])))
     d = hookd(endpoints={"a": ep(rcv, max_in_flight=1, max_attempts=100, base_delay="1ms", max_delay="10ms")},

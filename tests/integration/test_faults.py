@@ -25,6 +25,9 @@ import pytest
 
 from conftest import HOOKD_BIN, ROOT, Client, Reply, error_code, wait_until
 
+# kill -9 loops, power cuts, full disks: heavy and timed: run on their own, not beside other tests (Makefile: integration)
+pytestmark = pytest.mark.serial
+
 FAULT_DIR = ROOT / "tests" / "fault"
 EX_TEMPFAIL = 75
 
@@ -261,6 +264,7 @@ def disk_full_scenario(d, rcv, make_full, make_room, label, batch=50, max_batche
     assert codes == {"ok": batch}, codes
     pid = d.proc.pid
     make_full()
+    t_full = time.monotonic()
     full_codes = collections.Counter()
     t0 = time.monotonic()
     for _ in range(max_batches):
@@ -279,7 +283,10 @@ def disk_full_scenario(d, rcv, make_full, make_room, label, batch=50, max_batche
     with d.client() as c:
         c.ping()
     assert d.running and d.proc.pid == pid, "hookd stopped on a full disk:\n%s" % d.log()[-2000:]
-    time.sleep(1.0)  # deliveries finish while full: their results cannot be stored yet
+    # deliveries finish while full (their results cannot be stored yet):
+    # the receiver's answers say when (the batch before keeps it busy)
+    wait_until(lambda: any(r.t_done and r.t_done > t_full for r in rcv.snapshot()), 15,
+               msg="a delivery answered while the disk is full")
     make_room()
     # recovers by itself: the same process accepts again
     got = wait_until(lambda: push(5)[0].get("ok") == 5, timeout=15, msg="enqueues accepted again after room returned")
@@ -413,17 +420,28 @@ def test_io_error_exits_75_and_loses_nothing(hookd, mode):
 
 # ------------------------------------------------------------------ corrupt database at start
 
-def run_serve(cfg, cwd, timeout=4.0):
-    """Run hookd serve; returns (exit status or None if it kept running, output)."""
+def run_serve(cfg, cwd, timeout=30.0):
+    """Run hookd serve until it either exits (a refusal) or logs that it
+    started serving; returns (exit status, or None when it served, and
+    its output). No guessed wait: hookd says which it did."""
     p = subprocess.Popen([HOOKD_BIN, "serve", "-c", str(cfg)], cwd=str(cwd), stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    out = []
+    timer = threading.Timer(timeout, p.kill)   # a hang is a failure, not a verdict
+    timer.start()
     try:
-        out, _ = p.communicate(timeout=timeout)
-        return p.returncode, out.decode(errors="replace")
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, _ = p.communicate()
-        return None, out.decode(errors="replace")
+        for line in p.stdout:
+            out.append(line.decode(errors="replace"))
+            if " event=started " in line.decode(errors="replace"):
+                p.kill()
+                p.wait()
+                return None, "".join(out)
+        p.wait()
+    finally:
+        timer.cancel()
+        p.stdout.close()
+    assert p.returncode != -9, "hookd serve neither started nor exited in %.0fs:\n%s" % (timeout, "".join(out))
+    return p.returncode, "".join(out)
 
 
 def page_size(data):

@@ -304,6 +304,7 @@ def test_breaker_storm_is_summarised_not_logged_line_by_line(hookd):
     assert summary[0]["to_closed"] == "0" and summary[0]["to_half_open"] == "0"
 
 
+@pytest.mark.serial  # holds a wall-clock bound
 def test_breaker_cooldown_doubles_caps_and_resets_each_transition_logged_once(hookd, receiver):
     """Failed probes double the cooldown up to max_cooldown; a success closes;
     a fresh trip starts again at the base cooldown. Every transition is
@@ -409,6 +410,7 @@ def test_critical_p95_halves_failure_threshold(hookd, receiver):
 
 # ================================================================ rate limits
 
+@pytest.mark.serial  # holds a wall-clock bound or loads the machine
 def test_rate_limit_holds_at_the_receiver_without_using_attempts(hookd, receiver):
     """rate 5/s, burst 1: 20 messages take ~3.8 s at the receiver, never two
     within a token period; 120/m likewise at 0.5 s; an unlimited endpoint in
@@ -447,6 +449,7 @@ def test_rate_limit_holds_at_the_receiver_without_using_attempts(hookd, receiver
     assert rcv.count() == 46
 
 
+@pytest.mark.serial  # holds a wall-clock bound
 def test_429_retry_after_holds_the_whole_endpoint(hookd, receiver):
     """A 429 with Retry-After: 2 holds every message of the endpoint (not
     only the one that got it) until then, without using their attempts."""
@@ -642,6 +645,7 @@ def test_rollup_percentiles_and_slow_endpoints(hookd, receiver):
 
 # ================================================================ health summary
 
+@pytest.mark.serial  # holds a wall-clock bound or loads the machine
 def test_health_summary_and_the_three_alerts(hookd, receiver):
     rcv = receiver(200)
     rcv.set(Reply(200, delay=0.25), "/slow")
@@ -859,6 +863,7 @@ def test_retention_and_latency_ring_buffer_cleanup(hookd, receiver, tmp_path):
 
 # ================================================================ WAL bound
 
+@pytest.mark.serial  # holds a wall-clock bound or loads the machine
 def test_wal_stays_bounded_under_sustained_load(hookd, receiver):
     """~5 s of enqueues (1 KiB payloads) and deliveries with checkpoints every
     200 ms: the -wal file stays under 64 MiB and does not keep growing; after

@@ -19,6 +19,9 @@ import pytest
 
 from conftest import pct, wait_until
 
+# compares latencies beside hostile endpoints: run on their own, not beside other tests (Makefile: integration)
+pytestmark = pytest.mark.serial
+
 DONE = ("delivered", "dead_letter")
 TIMEOUT_S = 1.0
 SLACK_S = 1.5          # scheduling on a shared 2-core box, curl's timer granularity

@@ -52,6 +52,7 @@ def test_loopback_spellings_refused_by_default(hookd, receiver, host):
     print("\n%s -> %s" % (host, row["last_error"]))
 
 
+@pytest.mark.serial  # holds a wall-clock bound
 @pytest.mark.parametrize("host,rng", NEVER_ALLOWED)
 @pytest.mark.parametrize("allow", [None, "127.0.0.0/8"])
 def test_internal_addresses_refused_before_connecting(hookd, host, rng, allow):
