@@ -11,6 +11,8 @@
 
 /* endpoints drawn one by one; the rest count in the totals only */
 #define QUERY_REPORT_ENDPOINTS 20
+/* the longest period, in [history] buckets (35 days of 5-minute ones) */
+#define QUERY_REPORT_BUCKETS 10080
 
 int query_report(struct store *st, const struct config *c, struct req *r, int64_t now);
 

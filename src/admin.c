@@ -150,6 +150,12 @@ int admin_handle(struct registry *r, struct store *st, struct req *q, int64_t no
             notify_committed(r->notify);
         if (e->paused != paused)
             log_info(paused ? "endpoint_paused" : "endpoint_resumed", "endpoint=%s reason=operator", e->conf->def.name);
+        if (!paused && e->paused && e->br.failing_since) {
+            /* a resumed endpoint gets a whole disable_after again: the
+             * next failure must not disable it at once */
+            registry_mark_health(r, e);
+            e->br.failing_since = now;
+        }
         e->paused = paused;
         e->next_due = 0;
         buf_puts(&q->reply, "{\"ok\":true,\"endpoint\":");

@@ -201,6 +201,11 @@ int query_report(struct store *st, const struct config *c, struct req *r, int64_
     x.now = now;
     x.step = c->history_bucket_ms;
     x.since = now - r->p.hours * HOUR_MS;
+    /* at most QUERY_REPORT_BUCKETS buckets: a year of one-second buckets
+     * would be a gigabyte of totals; the reply's since says where it
+     * starts */
+    if ((now - x.since) / x.step > QUERY_REPORT_BUCKETS)
+        x.since = now - QUERY_REPORT_BUCKETS * x.step;
     x.since -= x.since % x.step;
     x.nb = (size_t)((now - x.since) / x.step + 1);
     if (!(x.tot = calloc(x.nb, sizeof *x.tot)))

@@ -6,6 +6,7 @@ re-enabled by `hookd resume`; alerts (oldest pending, dead letters
 growing, low space) send one event when they start; the ops endpoint is
 left out of the applications' fan-out and never hears about itself."""
 import json
+import time
 
 from conftest import Reply, verify_signature, wait_until
 from test_health import cli, cli_json, events, sections
@@ -98,12 +99,20 @@ def test_auto_disable_keeps_queue_and_resume_enables(hookd, receiver):
     d.restart()
     e = d.endpoints()["p"]
     assert e["status"] == "disabled" and e["pause_reason"] == ev["reason"], e
-    # resume: enabled, and the kept messages go out
-    rcv.set(200, "/p")
+    # resumed while still failing: a whole disable_after again (the clock
+    # restarts at the resume), then disabled once more
+    t_resume = int(time.time() * 1000)
     r = cli(d, "resume", "p")
     assert r.returncode == 0, r.stderr
     en = wait_event(ops, "endpoint.enabled", "p")[0]
     assert en["reason"] == "operator"
+    again = wait_event(ops, "endpoint.disabled", "p", n=2)[1]
+    assert again["figures"]["failing_since_ms"] >= t_resume - 50, (again, t_resume)
+    # resume for good: the kept messages go out
+    rcv.set(200, "/p")
+    r = cli(d, "resume", "p")
+    assert r.returncode == 0, r.stderr
+    wait_event(ops, "endpoint.enabled", "p", n=2)
     for i in ids:
         d.wait_status(i, "delivered", timeout=15)
     e = d.endpoints()["p"]
