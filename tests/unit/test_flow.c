@@ -17,6 +17,7 @@
 #include "dispatch.h"
 #include "intake.h"
 #include "maint.h"
+#include "notify.h"
 #include "outcome.h"
 #include "registry.h"
 #include "settle.h"
@@ -518,6 +519,132 @@ static void failed_commit_undoes_the_round(void **state)
     assert_int_equal(statuses(f).n[MSG_FAILED], 3);
 }
 
+/* One writer round as writer.c runs it: results, then the round's
+ * operational events and history counts, in one transaction. fail:
+ * make the commit fail and undo the round. Frees the jobs on success. */
+static void settle_round(struct fx *f, struct djob *list, int fail)
+{
+    registry_round_begin(&f->reg);
+    OK(f->st->ops->begin(f->st, 1));
+    OK(settle_results(&f->reg, f->st, list, f->now));
+    OK(registry_save_health(&f->reg, f->st, f->now));
+    OK(registry_notify_flush(&f->reg, f->st, f->now));
+    OK(registry_history_flush(&f->reg, f->st));
+    if (fail) {
+        mem_fail_at(f->db, "commit", STORE_E_FULL);
+        assert_int_equal(f->st->ops->commit(f->st), -1);
+        f->st->ops->rollback(f->st);
+        registry_round_undo(&f->reg);
+        return;
+    }
+    OK(f->st->ops->commit(f->st));
+    registry_round_commit(&f->reg);
+    while (list) {
+        struct djob *n = list->next;
+        djob_free(list);
+        list = n;
+    }
+}
+
+struct ops_rows {
+    char types[8][48];
+    int n;
+};
+
+static int take_ops(void *ctx, const struct store_claimed *row)
+{
+    struct ops_rows *x = ctx;
+
+    if (x->n < 8)
+        snprintf(x->types[x->n], sizeof x->types[0], "%s", row->event_type ? row->event_type : "");
+    x->n++;
+    return 0;
+}
+
+static struct ops_rows ops_rows(struct fx *f, int64_t id)
+{
+    struct ops_rows x = {0};
+    int n = 0;
+
+    OK(f->st->ops->begin(f->st, 1));
+    OK(f->st->ops->claim(f->st, id, f->now + 1, 100, 0, take_ops, &x, &n));
+    f->st->ops->rollback(f->st);
+    return x;
+}
+
+static int keep_hist(void *ctx, const struct store_history *h)
+{
+    *(struct store_history *)ctx = *h;
+    return 0;
+}
+
+/* A breaker that opens queues its event and counts in its history bucket
+ * in the round's transaction; a failed commit takes both back, and the
+ * retried round stores them once. Failing for disable_after disables the
+ * endpoint with its reason and event. */
+static void events_and_history_follow_the_round(void **state)
+{
+    struct fx *f = *state;
+    struct endpoint *ops, *a;
+    struct notify n;
+    struct djob *jobs;
+    struct ops_rows x;
+    struct store_history h = {0};
+    struct store *r;
+
+    free(f->c.ops_endpoint);
+    f->c.ops_endpoint = strdup("alerts");
+    f->c.history_bucket_ms = 60000;
+    notify_init(&n, &f->c);
+    f->reg.notify = &n;
+    ops = add_endpoint(f, "alerts", NULL, NULL);
+    a = add_endpoint(f, "a", "disable_after", "100s");
+    assert_true(ops->is_ops && !a->is_ops);
+    warm(a);
+    enqueue(f, a, 3);
+    jobs = claim(f, 100);
+    result(jobs, 503, ERRC_NONE);
+    settle_round(f, jobs, 1);
+    assert_int_equal(a->br.state, BREAKER_CLOSED);   /* undone */
+    assert_int_equal(n.n, 0);
+    assert_int_equal(a->hist.fail, 0);
+    assert_int_equal(ops_rows(f, ops->id).n, 0);
+    settle_round(f, jobs, 0);
+    assert_int_equal(a->br.state, BREAKER_OPEN);
+    x = ops_rows(f, ops->id);
+    assert_int_equal(x.n, 1);
+    assert_string_equal(x.types[0], "endpoint.breaker_opened");
+    assert_int_equal(a->hist.fail, 3);
+    assert_int_equal(a->hist.opens, 1);
+    /* the next bucket: the old one's counts are stored once */
+    f->now += 60000;
+    registry_round_begin(&f->reg);
+    registry_history_collect(&f->reg);
+    OK(f->st->ops->begin(f->st, 1));
+    OK(registry_history_flush(&f->reg, f->st));
+    OK(f->st->ops->commit(f->st));
+    registry_round_commit(&f->reg);
+    r = mem_store_open(f->db, STORE_READER);
+    OK(r->ops->history(r, 0, keep_hist, &h));
+    store_close(r);
+    assert_true(h.endpoint_id == a->id && h.bucket_at == T0 - T0 % 60000);
+    assert_true(h.failed == 3 && h.delivered == 0 && h.breaker_opens == 1);
+    /* past the cooldown the probe fails, 100 s after the first failure:
+     * disabled, with its reason and event */
+    f->now += 60000;
+    f->mono += 120000;
+    jobs = claim(f, 100);
+    assert_int_equal(count(jobs, a->id), 1);
+    result(jobs, 503, ERRC_NONE);
+    settle_round(f, jobs, 0);
+    assert_true(a->paused);
+    x = ops_rows(f, ops->id);   /* the first event went out with that claim */
+    assert_int_equal(x.n, 1);
+    assert_string_equal(x.types[0], "endpoint.disabled");
+    f->reg.notify = NULL;
+    notify_free(&n);
+}
+
 static struct req *enqueue_req(const char *endpoint, const char *event_id)
 {
     struct req *q = calloc(1, sizeof *q);
@@ -654,6 +781,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(retention_expires_by_clock_in_chunks, setup, teardown),
         cmocka_unit_test_setup_teardown(delete_with_deliveries_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(failed_commit_undoes_the_round, setup, teardown),
+        cmocka_unit_test_setup_teardown(events_and_history_follow_the_round, setup, teardown),
         cmocka_unit_test_setup_teardown(intake_claims_what_can_go_now, setup, teardown),
         cmocka_unit_test(decisions_follow_the_outcome_table),
     };
