@@ -156,10 +156,12 @@ integration: $(HOOKD)
 	HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x $(XDIST) -m 'not serial' tests/integration $(PYTEST_ARGS)
 	HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x -m serial tests/integration $(PYTEST_ARGS)
 
+# Builds use every core (the tests themselves run one suite at a time).
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test: deps
-	$(MAKE) all
-	$(MAKE) unit
-	$(MAKE) fuzz-regress
+	$(MAKE) -j$(JOBS) all
+	$(MAKE) -j$(JOBS) unit
+	$(MAKE) -j$(JOBS) fuzz-regress
 	$(MAKE) integration
 
 asan: deps
