@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct top_state {
     const char *sock;
@@ -124,8 +125,15 @@ int top_run(const char *sock, int64_t timeout_ms, int sort, int desc)
 {
     struct top_state st = {sock, timeout_ms, (enum top_col)sort, desc, {0}, 0, ""};
     struct timespec last = {0, 0}, now;
+    SCREEN *scr;
 
-    if (!initscr()) {
+    /* newterm, not initscr: initscr exits the process itself when the
+     * terminal is unknown, without saying what to do instead */
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        fprintf(stderr, "hookd top: not a terminal; hookd top --once prints one frame as text\n");
+        return 2;
+    }
+    if (!(scr = newterm(NULL, stdout, stdin))) {
         fprintf(stderr, "hookd top: cannot use this terminal (TERM=%s); try hookd top --once\n",
                 getenv("TERM") ? getenv("TERM") : "");
         return 2;
@@ -164,6 +172,7 @@ int top_run(const char *sock, int64_t timeout_ms, int sort, int desc)
         draw(&st);
     }
     endwin();
+    delscreen(scr);
     top_frame_free(&st.frame);
     return 0;
 }

@@ -75,6 +75,32 @@ def test_once_without_daemon_says_so(tmp_path):
     assert p.returncode == 3 and "hookd top:" in p.stderr, (p.returncode, p.stderr)
 
 
+def test_full_screen_needs_a_terminal(hookd, tmp_path):
+    d = hookd(endpoints={"a": {"url": "http://127.0.0.1:9/x"}})
+    env = dict(os.environ)
+    env.pop("HOOKD_SOCKET", None)
+    p = subprocess.run([HOOKD_BIN, "top", "-s", str(d.sock)], capture_output=True, text=True, timeout=30,
+                       stdin=subprocess.DEVNULL, env=env)
+    assert p.returncode == 2 and "--once" in p.stderr, (p.returncode, p.stderr)
+    # a terminal ncurses does not know: said, not a bare "Error opening terminal"
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ["TERM"] = "no-such-terminal-type"
+        os.environ.pop("HOOKD_SOCKET", None)
+        os.execv(HOOKD_BIN, [HOOKD_BIN, "top", "-s", str(d.sock)])
+    try:
+        out = read_until(fd, b"--once")
+        assert b"cannot use this terminal" in out, out
+        _, status = os.waitpid(pid, 0)
+        pid = None
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 2, status
+    finally:
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)
+
+
 def read_until(fd, want, timeout=10.0):
     """Read the terminal until `want` (bytes) appeared; return all read."""
     buf = b""
