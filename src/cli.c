@@ -161,6 +161,49 @@ static int run_help(const struct cmd *c, int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
+/* --timeout DUR into *ms (left as it is when not given); 0, or -1 said. */
+static int opt_timeout(const struct cmd *c, const struct args *a, int64_t *ms)
+{
+    if (a->val[O_TIMEOUT] && (util_parse_duration_ms(a->val[O_TIMEOUT], ms) < 0 || *ms <= 0)) {
+        fprintf(stderr, "hookd %s: --timeout wants a duration like 30s, not '%s'\n", c->name, a->val[O_TIMEOUT]);
+        return -1;
+    }
+    return 0;
+}
+
+/* One request line out, its reply parsed into *out (an object). Returns
+ * CLI_EXIT_OK, or the exit status with the reason said on stderr. */
+static int ask(const char *sock, const struct buf *req, int64_t timeout, struct buf *reply, cJSON **out)
+{
+    char err[1024];
+
+    if (client_transact(sock, req, timeout, reply, err, sizeof err) < 0) {
+        fprintf(stderr, "hookd: %s\n", err);
+        return CLI_EXIT_UNAVAILABLE;
+    }
+    *out = cJSON_ParseWithLength(reply->p, reply->len);
+    if (!cJSON_IsObject(*out)) {
+        fprintf(stderr, "hookd: %s: malformed reply from the daemon\n", sock);
+        return CLI_EXIT_ERROR;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* ok:false: the daemon's code and message on stderr; 1. ok: 0. */
+static int refused(const cJSON *r)
+{
+    const cJSON *e = cli_jget(r, "error");
+    char code[64], msg[512];
+
+    if (cJSON_IsTrue(cli_jget(r, "ok")))
+        return 0;
+    cli_fmt_val(cli_jget(e, "code"), code, sizeof code);
+    cli_fmt_val(cli_jget(e, "message"), msg, sizeof msg);
+    fflush(stdout);
+    fprintf(stderr, "hookd: %s: %s\n", code, msg);
+    return 1;
+}
+
 static int run_client(const struct cmd *c, int argc, char **argv)
 {
     struct args a;
@@ -173,12 +216,7 @@ static int run_client(const struct cmd *c, int argc, char **argv)
     if (rc >= 0)
         return rc;
     rc = CLI_EXIT_USAGE;
-    if (a.val[O_TIMEOUT] && (util_parse_duration_ms(a.val[O_TIMEOUT], &timeout) < 0 || timeout <= 0)) {
-        fprintf(stderr, "hookd %s: --timeout wants a duration like 30s, not '%s'\n", c->name,
-                a.val[O_TIMEOUT]);
-        goto out;
-    }
-    if (client_resolve_socket(&a, sock, sizeof sock) < 0)
+    if (opt_timeout(c, &a, &timeout) < 0 || client_resolve_socket(&a, sock, sizeof sock) < 0)
         goto out;
     if (cli_assemble(c, &a, &req, err, sizeof err) < 0) {
         fprintf(stderr, "hookd %s: %s\n", c->name, err);
@@ -188,30 +226,15 @@ static int run_client(const struct cmd *c, int argc, char **argv)
         fprintf(stderr, "hookd: out of memory\n");
         goto out;
     }
-    if (client_transact(sock, &req, timeout, &reply, err, sizeof err) < 0) {
-        fprintf(stderr, "hookd: %s\n", err);
-        rc = CLI_EXIT_UNAVAILABLE;
+    if ((rc = ask(sock, &req, timeout, &reply, &r)) != CLI_EXIT_OK)
         goto out;
-    }
     rc = CLI_EXIT_ERROR;
-    r = cJSON_ParseWithLength(reply.p, reply.len);
-    if (!cJSON_IsObject(r)) {
-        fprintf(stderr, "hookd: %s: malformed reply from the daemon\n", sock);
-        goto out;
-    }
     if (a.seen & OB(O_JSON)) {
         fwrite(reply.p, 1, reply.len, stdout);
         fputc('\n', stdout);
     }
-    if (!cJSON_IsTrue(cli_jget(r, "ok"))) {
-        const cJSON *e = cli_jget(r, "error");
-        char code[64], msg[512];
-        cli_fmt_val(cli_jget(e, "code"), code, sizeof code);
-        cli_fmt_val(cli_jget(e, "message"), msg, sizeof msg);
-        fflush(stdout);
-        fprintf(stderr, "hookd: %s: %s\n", code, msg);
+    if (refused(r))
         goto out;
-    }
     if (!(a.seen & OB(O_JSON)))
         c->show(r, &a);
     rc = fflush(stdout) == 0 && !ferror(stdout) ? CLI_EXIT_OK : CLI_EXIT_ERROR;
@@ -234,10 +257,8 @@ static int run_top(const struct cmd *c, int argc, char **argv)
 
     if (rc >= 0)
         return rc;
-    if (a.val[O_TIMEOUT] && (util_parse_duration_ms(a.val[O_TIMEOUT], &timeout) < 0 || timeout <= 0)) {
-        fprintf(stderr, "hookd top: --timeout wants a duration like 5s, not '%s'\n", a.val[O_TIMEOUT]);
+    if (opt_timeout(c, &a, &timeout) < 0)
         return CLI_EXIT_USAGE;
-    }
     if (a.val[O_SORT]) {
         if ((sort = top_col_parse(a.val[O_SORT])) < 0) {
             fprintf(stderr, "hookd top: --sort wants one of name, state, inflight, dlv, fail, p50, p95, p99, "
@@ -263,7 +284,7 @@ static int run_report(const struct cmd *c, int argc, char **argv)
 {
     struct args a;
     struct buf req = {0}, reply = {0}, page = {0}, tmp = {0};
-    char err[1024], sock[128];
+    char sock[128];
     int64_t timeout = 120000, since = 24 * 3600000LL;
     cJSON *r = NULL;
     FILE *f;
@@ -282,27 +303,14 @@ static int run_report(const struct cmd *c, int argc, char **argv)
                 a.val[O_SINCE]);
         goto out;
     }
-    if (a.val[O_TIMEOUT] && (util_parse_duration_ms(a.val[O_TIMEOUT], &timeout) < 0 || timeout <= 0)) {
-        fprintf(stderr, "hookd report: --timeout wants a duration like 60s, not '%s'\n", a.val[O_TIMEOUT]);
-        goto out;
-    }
-    if (client_resolve_socket(&a, sock, sizeof sock) < 0)
+    if (opt_timeout(c, &a, &timeout) < 0 || client_resolve_socket(&a, sock, sizeof sock) < 0)
         goto out;
     buf_printf(&req, "{\"op\":\"report\",\"hours\":%lld}\n", (long long)((since + 3599999) / 3600000));
-    if (client_transact(sock, &req, timeout, &reply, err, sizeof err) < 0) {
-        fprintf(stderr, "hookd: %s\n", err);
-        rc = CLI_EXIT_UNAVAILABLE;
+    if ((rc = ask(sock, &req, timeout, &reply, &r)) != CLI_EXIT_OK)
         goto out;
-    }
     rc = CLI_EXIT_ERROR;
-    r = cJSON_ParseWithLength(reply.p, reply.len);
-    if (!cJSON_IsTrue(cli_jget(r, "ok"))) {
-        char code[64], msg[512];
-        cli_fmt_val(cli_jget(cli_jget(r, "error"), "code"), code, sizeof code);
-        cli_fmt_val(cli_jget(cli_jget(r, "error"), "message"), msg, sizeof msg);
-        fprintf(stderr, "hookd: %s: %s\n", code, msg);
+    if (refused(r))
         goto out;
-    }
     if (report_html(r, util_now_ms(), &page) < 0) {
         fprintf(stderr, "hookd report: malformed report from the daemon\n");
         goto out;

@@ -266,9 +266,10 @@ static void job_space(void *ctx, int64_t now)
     low = opsev_low_space(&mf, avail, total);
     if (low && !rd->low_space) {
         struct opsev ev;
-        log_warn("storage_low_space", "dir=%s free_bytes=%llu total_bytes=%llu min_free=\"%s\"",
+        char qm[160];
+        log_warn("storage_low_space", "dir=%s free_bytes=%llu total_bytes=%llu min_free=%s",
                  log_q(dir, qd, sizeof qd), (unsigned long long)avail, (unsigned long long)total,
-                 rd->c->ops_min_free);
+                 log_q(rd->c->ops_min_free, qm, sizeof qm));
         opsev_init(&ev, OPSEV_LOW_SPACE, now, NULL, "free space under min_free (%s)", rd->c->ops_min_free);
         opsev_fig(&ev, "free_bytes", (int64_t)avail);
         opsev_fig(&ev, "total_bytes", (int64_t)total);

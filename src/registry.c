@@ -470,11 +470,11 @@ static void breaker_event(struct registry *r, struct endpoint *e, const struct b
         hist_roll(r, e, now);
         e->hist.opens++;
         ty = OPSEV_BREAKER_OPENED;
-    }
-    else if (t->to == BREAKER_CLOSED)
+    } else if (t->to == BREAKER_CLOSED) {
         ty = OPSEV_BREAKER_CLOSED;
-    else
+    } else {
         return;
+    }
     if (!r->notify || !notify_wanted(r->notify, ty, e->conf->def.name))
         return;
     if (!opsev_flap_note(&e->flap, ty, now, r->notify->quiet_ms)) {

@@ -69,6 +69,19 @@ def wait_until(pred, timeout=10.0, interval=0.02, msg=None):
 
 # ---------------------------------------------------------------- percentiles
 
+def debian_tool(path, package):
+    """Path of a tool a test needs from Debian (promtool, chromium): the
+    test target installs it; a run as root installs it when missing;
+    otherwise the test is skipped, saying which package."""
+    if not os.path.exists(path) and shutil.which("apt-get") and os.geteuid() == 0:
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", package],
+                       env=env, capture_output=True, timeout=900)
+    if not os.path.exists(path):
+        pytest.skip("%s (Debian package %s) is not installed and could not be installed" % (path, package))
+    return path
+
+
 def pct(values, p):
     """The p-th percentile (0..100) by linear interpolation between the
     closest ranks: PostgreSQL's percentile_cont(p / 100), which is what

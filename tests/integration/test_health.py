@@ -10,7 +10,6 @@ import json
 import math
 import os
 import re
-import shutil
 import sqlite3
 import subprocess
 import threading
@@ -18,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import HOOKD_BIN, Reply, pct, wait_until
+from conftest import HOOKD_BIN, Reply, debian_tool, pct, wait_until
 
 DONE = ("delivered", "dead_letter")
 
@@ -134,14 +133,7 @@ PROMTOOL = "/usr/bin/promtool"
 
 
 def promtool():
-    """Path of promtool; installs Debian's prometheus package if missing."""
-    if not os.path.exists(PROMTOOL) and shutil.which("apt-get") and os.geteuid() == 0:
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", "prometheus"],
-                       env=env, capture_output=True, timeout=600)
-    if not os.path.exists(PROMTOOL):
-        pytest.skip("promtool (Debian package prometheus) is not installed and could not be installed")
-    return PROMTOOL
+    return debian_tool(PROMTOOL, "prometheus")
 
 
 def promtool_check(text):

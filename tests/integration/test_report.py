@@ -6,28 +6,20 @@ console message and draws every chart: the SVGs have a rendered size and
 the screenshot holds the charts' colours."""
 import os
 import re
-import shutil
 import struct
 import subprocess
 import zlib
 
 import pytest
 
-from conftest import Reply, wait_until
+from conftest import Reply, debian_tool, wait_until
 from test_health import cli, sections
 
 CHROMIUM = "/usr/bin/chromium"
 
 
 def chromium():
-    """Path of chromium; installs Debian's package if missing (as root)."""
-    if not os.path.exists(CHROMIUM) and shutil.which("apt-get") and os.geteuid() == 0:
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium"],
-                       env=env, capture_output=True, timeout=900)
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("chromium (Debian package chromium) is not installed and could not be installed")
-    return CHROMIUM
+    return debian_tool(CHROMIUM, "chromium")
 
 
 def headless(page, tmp_path, *extra):

@@ -83,22 +83,10 @@ def test_full_screen_needs_a_terminal(hookd, tmp_path):
                        stdin=subprocess.DEVNULL, env=env)
     assert p.returncode == 2 and "--once" in p.stderr, (p.returncode, p.stderr)
     # a terminal ncurses does not know: said, not a bare "Error opening terminal"
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.environ["TERM"] = "no-such-terminal-type"
-        os.environ.pop("HOOKD_SOCKET", None)
-        os.execv(HOOKD_BIN, [HOOKD_BIN, "top", "-s", str(d.sock)])
-    try:
-        out = read_until(fd, b"--once")
-        assert b"cannot use this terminal" in out, out
-        _, status = os.waitpid(pid, 0)
-        pid = None
+    with PtyTop(d, "no-such-terminal-type") as t:
+        assert b"cannot use this terminal" in t.read_until(b"--once")
+        status = t.wait_exit()
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 2, status
-    finally:
-        if pid:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        os.close(fd)
 
 
 def read_until(fd, want, timeout=10.0):
@@ -121,40 +109,58 @@ def read_until(fd, want, timeout=10.0):
     return buf
 
 
+class PtyTop:
+    """`hookd top` on a pseudo-terminal with TERM=term; killed at the end
+    if it is still running."""
+
+    def __init__(self, d, term):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            os.environ["TERM"] = term
+            os.environ.pop("HOOKD_SOCKET", None)
+            os.execv(HOOKD_BIN, [HOOKD_BIN, "top", "-s", str(d.sock)])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.pid:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        os.close(self.fd)
+
+    def read_until(self, want, timeout=10.0):
+        return read_until(self.fd, want, timeout)
+
+    def wait_exit(self, timeout=10.0):
+        """Its exit status, reading what it still writes meanwhile."""
+        deadline = time.monotonic() + timeout
+        while True:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                self.pid = None
+                return status
+            assert time.monotonic() < deadline, "hookd top did not exit"
+            try:
+                os.read(self.fd, 65536)
+            except OSError:
+                pass
+            time.sleep(0.02)
+
+
 def test_full_screen_in_a_terminal_sorts_and_quits(hookd, receiver):
     rcv = receiver(200)
     d = hookd(endpoints={"zeta": {"url": rcv.url("/z")}, "alpha": {"url": rcv.url("/a")}})
     d.wait_status(d.enqueue("zeta", {"i": 1})["id"], "delivered")
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.environ["TERM"] = "xterm"
-        os.environ.pop("HOOKD_SOCKET", None)
-        os.execv(HOOKD_BIN, [HOOKD_BIN, "top", "-s", str(d.sock)])
-    try:
-        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-        os.kill(pid, signal.SIGWINCH)
-        out = read_until(fd, b"sort: 1-9,0")   # the first frame is drawn whole
+    with PtyTop(d, "xterm") as t:
+        fcntl.ioctl(t.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+        os.kill(t.pid, signal.SIGWINCH)
+        out = t.read_until(b"sort: 1-9,0")   # the first frame is drawn whole
         assert b"alpha" in out and b"zeta" in out and b"FAIL/s<" in out, out[-1500:]
-        os.write(fd, b"1")   # sort by name
-        read_until(fd, b"NAME>")
-        os.write(fd, b"r")   # and reverse it
-        read_until(fd, b"NAME<")
-        os.write(fd, b"q")
-        deadline = time.monotonic() + 10
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            assert time.monotonic() < deadline, "hookd top did not quit on q"
-            try:
-                os.read(fd, 65536)
-            except OSError:
-                pass
-            time.sleep(0.02)
-        pid = None
+        os.write(t.fd, b"1")   # sort by name
+        t.read_until(b"NAME>")
+        os.write(t.fd, b"r")   # and reverse it
+        t.read_until(b"NAME<")
+        os.write(t.fd, b"q")
+        status = t.wait_exit()
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
-    finally:
-        if pid:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        os.close(fd)

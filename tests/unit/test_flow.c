@@ -161,13 +161,24 @@ static void result(struct djob *list, int status, enum errclass errc)
     }
 }
 
-/* One writer round that only settles; frees the jobs. */
-static void settle(struct fx *f, struct djob *list)
+/* One writer round as writer.c runs it: results, then the round's
+ * operational events and history counts, in one transaction. fail:
+ * make the commit fail and undo the round. Frees the jobs on success. */
+static void settle_round(struct fx *f, struct djob *list, int fail)
 {
     registry_round_begin(&f->reg);
     OK(f->st->ops->begin(f->st, 1));
     OK(settle_results(&f->reg, f->st, list, f->now));
     OK(registry_save_health(&f->reg, f->st, f->now));
+    OK(registry_notify_flush(&f->reg, f->st, f->now));
+    OK(registry_history_flush(&f->reg, f->st));
+    if (fail) {
+        mem_fail_at(f->db, "commit", STORE_E_FULL);
+        assert_int_equal(f->st->ops->commit(f->st), -1);
+        f->st->ops->rollback(f->st);
+        registry_round_undo(&f->reg);
+        return;
+    }
     OK(f->st->ops->commit(f->st));
     registry_round_commit(&f->reg);
     while (list) {
@@ -175,6 +186,12 @@ static void settle(struct fx *f, struct djob *list)
         djob_free(list);
         list = n;
     }
+}
+
+/* One writer round that only settles; frees the jobs. */
+static void settle(struct fx *f, struct djob *list)
+{
+    settle_round(f, list, 0);
 }
 
 struct st_count {
@@ -517,33 +534,6 @@ static void failed_commit_undoes_the_round(void **state)
     settle(f, jobs);
     assert_int_equal(a->br.consecutive_failures, 3);
     assert_int_equal(statuses(f).n[MSG_FAILED], 3);
-}
-
-/* One writer round as writer.c runs it: results, then the round's
- * operational events and history counts, in one transaction. fail:
- * make the commit fail and undo the round. Frees the jobs on success. */
-static void settle_round(struct fx *f, struct djob *list, int fail)
-{
-    registry_round_begin(&f->reg);
-    OK(f->st->ops->begin(f->st, 1));
-    OK(settle_results(&f->reg, f->st, list, f->now));
-    OK(registry_save_health(&f->reg, f->st, f->now));
-    OK(registry_notify_flush(&f->reg, f->st, f->now));
-    OK(registry_history_flush(&f->reg, f->st));
-    if (fail) {
-        mem_fail_at(f->db, "commit", STORE_E_FULL);
-        assert_int_equal(f->st->ops->commit(f->st), -1);
-        f->st->ops->rollback(f->st);
-        registry_round_undo(&f->reg);
-        return;
-    }
-    OK(f->st->ops->commit(f->st));
-    registry_round_commit(&f->reg);
-    while (list) {
-        struct djob *n = list->next;
-        djob_free(list);
-        list = n;
-    }
 }
 
 struct ops_rows {
