@@ -21,6 +21,14 @@
  *   loadgen fsync FILE [-n 300]
  *       The disk's commit floor: append 4 KiB and fdatasync, N times;
  *       p50/p99 in microseconds (synchronous=full pays one per commit).
+ *   loadgen fsync FILE -r RATE -d SECONDS
+ *       The durable-ack floor at a rate: requests due on an absolute
+ *       schedule, committed by one loop that takes every request due so
+ *       far, appends 4 KiB and fdatasyncs (ideal group commit, no other
+ *       work). Latency runs from a request's due time to the end of the
+ *       fdatasync that covered it: no server that acknowledges only
+ *       durable writes can do better on this disk. stall_ms: time spent
+ *       in fdatasyncs slower than 5 ms.
  *
  * Output: one line of key=value pairs on stdout (the driver parses it);
  * diagnostics on stderr. Single-threaded poll() loop: a client thread this
@@ -593,6 +601,53 @@ static int run_fsync(const char *path)
     return 0;
 }
 
+static int run_fsync_paced(const char *path)
+{
+    static char block[4096];
+    long total = opt_rate * opt_secs, done = 0, nsync = 0;
+    int64_t *v = calloc((size_t)total, sizeof *v), t0, stall_us = 0;
+    double per_us = 1e6 / (double)opt_rate;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+    if (!v || fd < 0)
+        die(path);
+    t0 = bench_mono_us();
+    while (done < total) {
+        int64_t now = bench_mono_us(), due = t0 + (int64_t)((double)done * per_us), end, t;
+        long upto;
+        if (due > now) {
+            struct timespec ts = {(time_t)((due - now) / 1000000), (long)((due - now) % 1000000) * 1000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        /* every request due by now rides on this commit */
+        upto = (long)((double)(now - t0) / per_us) + 1;
+        if (upto > total)
+            upto = total;
+        if (write(fd, block, sizeof block) != (ssize_t)sizeof block)
+            die("write");
+        t = bench_mono_us();
+        if (fdatasync(fd) < 0)
+            die("fdatasync");
+        end = bench_mono_us();
+        nsync++;
+        if (end - t > 5000)
+            stall_us += end - t;
+        for (; done < upto; done++)
+            v[done] = end - (t0 + (int64_t)((double)done * per_us));
+        if (nsync % 4096 == 0 && ftruncate(fd, 0) < 0)
+            die("ftruncate");   /* bounded file, like a checkpointed log */
+    }
+    close(fd);
+    unlink(path);
+    qsort(v, (size_t)total, sizeof *v, bench_cmp_i64);
+    printf("floor_rate=%ld requests=%ld fsyncs=%ld floor_p50_us=%lld floor_p99_us=%lld floor_max_us=%lld "
+           "stall_ms=%lld\n", opt_rate, total, nsync, (long long)bench_pct(v, (size_t)total, 50),
+           (long long)bench_pct(v, (size_t)total, 99), (long long)v[total - 1], (long long)(stall_us / 1000));
+    free(v);
+    return 0;
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: loadgen enqueue|steady|wait|freeport|fsync FILE [-s SOCK] [-e ENDPOINT] [-c CONNS] [-n N] "
@@ -603,7 +658,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     const char *mode;
-    int o;
+    int o, rate_given = 0;
 
     if (argc < 2)
         usage();
@@ -621,7 +676,7 @@ int main(int argc, char **argv)
         case 't': opt_tag = optarg; break;
         case 'W': opt_wait = 1; break;
         case 'T': opt_timeout = atol(optarg); break;
-        case 'r': opt_rate = atol(optarg); break;
+        case 'r': opt_rate = atol(optarg); rate_given = 1; break;
         case 'd': opt_secs = atol(optarg); break;
         case 'R': opt_rport = atoi(optarg); break;
         default: usage();
@@ -632,6 +687,8 @@ int main(int argc, char **argv)
     if (strcmp(mode, "fsync") == 0) {
         if (optind >= argc)
             usage();
+        if (rate_given)
+            return run_fsync_paced(argv[optind]);
         if (opt_n == 200000)
             opt_n = 300;
         return run_fsync(argv[optind]);
