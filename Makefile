@@ -75,6 +75,7 @@ LIB_SRCS := \
 	src/report.c \
 	src/topview.c \
 	src/top.c \
+	src/backup.c \
 	src/cli.c
 MAIN_SRC := src/main.c
 SRCS     := $(LIB_SRCS) $(MAIN_SRC)

@@ -22,6 +22,10 @@ int db_open_writer(const struct config *c, sqlite3 **out, char *err, size_t errl
 /* Read-only connection that never checkpoints (not even on close). */
 int db_open_reader(const struct config *c, sqlite3 **out, char *err, size_t errlen);
 void db_close(sqlite3 *db);
+/* A copy about to become the database (hookd restore): readable, a hookd
+ * schema no newer than this binary's, integrity_check clean. Returns its
+ * schema version, or -1 with the reason in err. */
+int db_check_file(const char *path, char *err, size_t errlen);
 
 int db_exec(sqlite3 *db, const char *sql);
 /* PRAGMA synchronous at a configuration level (enum cfg_sync order) */

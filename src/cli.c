@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backup.h"
 #include "cli_args.h"
 #include "cli_show.h"
 #include "client.h"
@@ -337,6 +338,57 @@ out:
     return rc;
 }
 
+/* Works with the daemon running or stopped; needs read access to the
+ * database (root or the hookd user). */
+static int run_backup(const struct cmd *c, int argc, char **argv)
+{
+    struct args a;
+    struct config cfg;
+    char err[512];
+    long long bytes;
+    int rc = start(c, argc, argv, &a);
+
+    if (rc >= 0)
+        return rc;
+    if (client_load_config(&cfg, a.val[O_CONFIG] ? a.val[O_CONFIG] : client_default_config()) < 0)
+        return CLI_EXIT_USAGE;
+    if (backup_run(&cfg, a.pos[0], &bytes, err, sizeof err) < 0) {
+        fprintf(stderr, "hookd backup: %s\n", err);
+        rc = CLI_EXIT_ERROR;
+    } else {
+        printf("backed up %s to %s (%lld bytes)\n", cfg.db_path, a.pos[0], bytes);
+        rc = CLI_EXIT_OK;
+    }
+    config_free(&cfg);
+    return rc;
+}
+
+static int run_restore(const struct cmd *c, int argc, char **argv)
+{
+    struct args a;
+    struct config cfg;
+    char err[512], aside[4200];
+    int rc = start(c, argc, argv, &a);
+
+    if (rc >= 0)
+        return rc;
+    if (client_load_config(&cfg, a.val[O_CONFIG] ? a.val[O_CONFIG] : client_default_config()) < 0)
+        return CLI_EXIT_USAGE;
+    if (backup_restore(&cfg, a.pos[0], aside, sizeof aside, err, sizeof err) < 0) {
+        fprintf(stderr, "hookd restore: %s\n", err);
+        rc = CLI_EXIT_ERROR;
+    } else {
+        printf("restored %s into %s\n", a.pos[0], cfg.db_path);
+        if (aside[0])
+            printf("the database it replaced is kept as %s\n", aside);
+        printf("start hookd: rows in flight when the copy was taken are delivered again; "
+               "events queued after it are not in the copy\n");
+        rc = CLI_EXIT_OK;
+    }
+    config_free(&cfg);
+    return rc;
+}
+
 #define CLIENT(nm, adm, us, hl, op_, extra, minp, maxp, bld, shw)                              \
     {nm, run_client, 1, adm, us, hl, CLIENT_OPTS | (extra), minp, maxp, op_, bld, shw}
 
@@ -398,6 +450,14 @@ static const struct cmd commands[] = {
      "Live view of the endpoints, refreshed every second (q quits; --once prints one frame).\n"
      "                   COLUMN: name state inflight dlv fail p50 p95 p99 queue oldest (default fail).",
      OB(O_CONFIG) | OB(O_SOCKET) | OB(O_TIMEOUT) | OB(O_ONCE) | OB(O_SORT), 0, 0, NULL, NULL, NULL},
+    {"backup", run_backup, 0, 0, "backup FILE [-c FILE]",
+     "Write an online, consistent copy of the database to FILE (which must not exist); the daemon\n"
+     "                   may be running. Restore: README, \"Backup and restore\".",
+     OB(O_CONFIG), 1, 1, NULL, NULL, NULL},
+    {"restore", run_restore, 0, 0, "restore FILE [-c FILE]",
+     "Put a copy made by backup in place of the database (hookd must be stopped); the replaced\n"
+     "                   database is kept beside it.",
+     OB(O_CONFIG), 1, 1, NULL, NULL, NULL},
     {"version", run_version, 0, 0, "version", "Print the version.", 0, 0, 0, NULL, NULL, NULL},
     {"help", run_help, 0, 0, "help [COMMAND]", "Show usage.", 0, 0, 1, NULL, NULL, NULL},
 };

@@ -388,6 +388,64 @@ int db_open_reader(const struct config *c, sqlite3 **out, char *err, size_t errl
     return 0;
 }
 
+int db_check_file(const char *path, char *err, size_t errlen)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int rc, v = 0, tables = 0, bad = 0;
+    char first[200] = "";
+
+    char side[2][4200];
+    int had[2], i;
+
+    /* reading a WAL-mode file creates its -wal and -shm: those of a copy
+     * that had none go again afterwards */
+    for (i = 0; i < 2; i++) {
+        snprintf(side[i], sizeof side[i], "%s-%s", path, i ? "shm" : "wal");
+        had[i] = access(side[i], F_OK) == 0;
+    }
+    pthread_once(&sqlite_once, sqlite_setup);
+    rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc == SQLITE_OK)
+        rc = query_int(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN "
+                           "('webhook_queue', 'endpoints', 'endpoint_health')", &tables);
+    if (rc == SQLITE_OK)
+        rc = query_int(db, "PRAGMA user_version", &v);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "%s: cannot read it as a database: %s", path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        goto fail;
+    }
+    if (tables != 3 || v < 1) {
+        snprintf(err, errlen, "%s is not a hookd database", path);
+        goto fail;
+    }
+    if (v > db_schema_version()) {
+        snprintf(err, errlen, "%s has schema %d, newer than this hookd knows (%d)", path, v, db_schema_version());
+        goto fail;
+    }
+    rc = sqlite3_prepare_v2(db, "PRAGMA integrity_check(5)", -1, &st, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *line = (const char *)sqlite3_column_text(st, 0);
+        if (line && strcmp(line, "ok") != 0 && !bad++)
+            util_strlcpy(first, line, sizeof first);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE || bad) {
+        snprintf(err, errlen, "%s is damaged (%s)", path, bad ? first : sqlite3_errstr(rc));
+        v = -1;
+    }
+    goto out;
+fail:
+    v = -1;
+out:
+    sqlite3_close(db);
+    for (i = 0; i < 2; i++)
+        if (!had[i])
+            unlink(side[i]);
+    return v;
+}
+
 void db_close(sqlite3 *db)
 {
     sqlite3_close_v2(db);

@@ -66,8 +66,12 @@ static int sq_checkpoint(struct store *s, int full)
     return 0;
 }
 
-/* SQLite's online backup: a consistent copy while hookd keeps serving,
- * copied in steps so the writer is never held for long. */
+/* SQLite's online backup: a consistent copy while hookd keeps serving.
+ * One step for the whole file: it reads one WAL snapshot, so the writer
+ * is never held (it only keeps checkpoints from passing the snapshot
+ * until the copy ends). Copied in several steps, every commit made
+ * by another connection between two steps would restart the copy, and
+ * under steady load it would never end. */
 static int sq_backup(struct store *s, const char *path)
 {
     struct sq_store *q = (struct sq_store *)s;
@@ -87,7 +91,7 @@ static int sq_backup(struct store *s, const char *path)
         return -1;
     }
     do {
-        rc = sqlite3_backup_step(b, 256);
+        rc = sqlite3_backup_step(b, -1);
         if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
             sqlite3_sleep(5);
     } while (rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED);

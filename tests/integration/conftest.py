@@ -353,6 +353,15 @@ class Daemon:
             self.stop()
         return self.start()
 
+    def cli(self, *args, timeout=30):
+        """`hookd ARGS -c cfg` -> CompletedProcess (text); the environment
+        names no other socket or configuration."""
+        env = dict(os.environ)
+        env.pop("HOOKD_SOCKET", None)
+        env.pop("HOOKD_CONFIG", None)
+        return subprocess.run([HOOKD_BIN, *map(str, args), "-c", str(self.cfg)], capture_output=True, text=True,
+                              timeout=timeout, env=env)
+
     # talking to it
     def client(self, timeout=10.0):
         return Client(self.sock, timeout=timeout)
