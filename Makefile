@@ -76,6 +76,8 @@ LIB_SRCS := \
 	src/topview.c \
 	src/top.c \
 	src/backup.c \
+	src/export_fmt.c \
+	src/export.c \
 	src/cli.c
 MAIN_SRC := src/main.c
 SRCS     := $(LIB_SRCS) $(MAIN_SRC)

@@ -20,4 +20,7 @@ int client_resolve_socket(const struct args *a, char *out, size_t n);
 int client_transact(const char *path, const struct buf *req, int64_t timeout_ms, struct buf *reply, char *err,
                     size_t errlen);
 
+/* A daemon answers a ping on the config's socket within a second. */
+int client_daemon_answers(const struct config *cfg);
+
 #endif

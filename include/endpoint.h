@@ -48,6 +48,9 @@ char *ep_json_strings(char *const *v, size_t n);
 char *ep_json_settings(const struct ep_settings *s);
 /* The overrides and the request keys of a definition: its stored form. */
 char *ep_json_overrides(const struct ep_def *d);
+/* Free the three stored-form strings above (any may be NULL), the
+ * secrets' bytes wiped first. */
+void ep_json_release(char *secrets_json, char *headers_json, char *settings_json);
 /* Rebuild a definition from its stored form (validated as on input). */
 int ep_def_from_stored(struct ep_def *d, const char *name, const char *url, const char *secrets_json,
                        const char *headers_json, const char *event_types, const char *settings_json, int paused);

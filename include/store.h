@@ -154,6 +154,25 @@ struct store_rollup {
     } bucket[2];
 };
 
+/* A queue row as it moves between databases (hookd export / import):
+ * waiting (pending, failed) or a dead letter. The payload's bytes are
+ * the ones enqueued. */
+struct store_row {
+    int64_t endpoint_id;
+    const char *event_id;
+    const char *event_type;      /* NULL: none */
+    const char *payload;
+    size_t payload_len;
+    enum msg_status status;      /* MSG_PENDING, MSG_FAILED or MSG_DEAD_LETTER */
+    int attempt_count, max_attempts;
+    int64_t created_at, next_attempt_at;
+    const char *last_error, *last_error_class;   /* NULL: none */
+    int last_status_code;        /* 0: none */
+    int64_t last_response_ms;    /* -1: none */
+    const char *ordering_key;    /* NULL: none */
+    int duplicate;               /* import, out: (endpoint, event_id) existed; left as it was */
+};
+
 /* One endpoint's figures for one [history] bucket (endpoint_history). */
 struct store_history {
     int64_t endpoint_id;
@@ -252,7 +271,8 @@ struct store_ops {
     int (*commit)(struct store *s);
     void (*rollback)(struct store *s);   /* no-op outside a transaction */
 
-    /* Start-up (writer, inside a transaction). */
+    /* Start-up (writer, inside a transaction); hookd export reads the
+     * endpoints and their health through a reader with these too. */
     int (*recover)(struct store *s, int64_t now, int64_t *n);   /* in_flight -> waiting */
     int (*endpoints_load)(struct store *s,
                           int (*fn)(void *ctx, int64_t id, int from_config, const struct ep_def *d),
@@ -296,6 +316,9 @@ struct store_ops {
     int (*history_latency)(struct store *s, const struct store_history *v, size_t n);
     /* The latency ring holds `slots` samples per endpoint: slots above go. */
     int (*latency_ring_size)(struct store *s, int64_t slots);
+    /* Rows moved in from another database, stored as they are; a row
+     * whose (endpoint, event_id) exists is left untouched (duplicate). */
+    int (*import_rows)(struct store *s, struct store_row *v, size_t n);
 
     /* Outside a transaction (writer). full: also shrink the log. */
     int (*checkpoint)(struct store *s, int full);
@@ -325,6 +348,10 @@ struct store_ops {
                           size_t *cap, size_t *n);
     /* History rows of buckets from since on, by endpoint then bucket. */
     int (*history)(struct store *s, int64_t since, int (*fn)(void *ctx, const struct store_history *h), void *ctx);
+    /* Every waiting and dead-letter row, oldest first, for hookd export.
+     * A row in flight comes as waiting (pending before its first attempt,
+     * failed after), due at now: the export is what a restart would send. */
+    int (*export_rows)(struct store *s, int64_t now, int (*fn)(void *ctx, const struct store_row *r), void *ctx);
     /* Dead letters created from since on, per error class ("unknown"
      * when none was recorded), most first. */
     int (*dead_classes)(struct store *s, int64_t since, int (*fn)(void *ctx, const char *error_class, int64_t n),

@@ -30,7 +30,7 @@ enum sq_stmt {
     SQ_EXPIRE_DELIVERED, SQ_EXPIRE_DEAD, SQ_EXPIRE_HISTORY,
     SQ_EP_FIND, SQ_EP_PUT, SQ_EP_PAUSE, SQ_EP_DEAD, SQ_EP_DELETE, SQ_EP_HEALTH_DELETE, SQ_EP_RING_DELETE,
     SQ_EP_HISTORY_DELETE,
-    SQ_RING_TRIM,
+    SQ_RING_TRIM, SQ_IMPORT,
     SQ__WRITER,
     /* reader */
     SQ_CNT_PENDING = SQ__WRITER, SQ_CNT_FAILED, SQ_CNT_IN_FLIGHT, SQ_CNT_DEAD, SQ_CNT_DELIVERED,
@@ -95,6 +95,7 @@ int sq_rollup_save(struct store *s, const struct store_rollup *v, size_t n);
 int sq_history_add(struct store *s, const struct store_history *v, size_t n);
 int sq_history_latency(struct store *s, const struct store_history *v, size_t n);
 int sq_latency_ring_size(struct store *s, int64_t slots);
+int sq_import_rows(struct store *s, struct store_row *v, size_t n);
 
 int sq_snapshot_begin(struct store *s);
 void sq_snapshot_end(struct store *s);
@@ -112,6 +113,7 @@ int sq_slow_endpoints(struct store *s, int64_t p95_ms, int64_t min_samples,
 int sq_latency_window(struct store *s, int64_t endpoint_id, int64_t since, int64_t until, int64_t **buf,
                       size_t *cap, size_t *n);
 int sq_history(struct store *s, int64_t since, int (*fn)(void *ctx, const struct store_history *h), void *ctx);
+int sq_export_rows(struct store *s, int64_t now, int (*fn)(void *ctx, const struct store_row *r), void *ctx);
 int sq_dead_classes(struct store *s, int64_t since, int (*fn)(void *ctx, const char *error_class, int64_t n),
                     void *ctx);
 

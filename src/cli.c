@@ -24,6 +24,7 @@
 #include "cli_show.h"
 #include "client.h"
 #include "config.h"
+#include "export.h"
 #include "report.h"
 #include "server.h"
 #include "top.h"
@@ -94,6 +95,20 @@ static int start(const struct cmd *c, int argc, char **argv, struct args *a)
     return -1;
 }
 
+/* Commands that read the configuration themselves (the database's
+ * path, the socket): the arguments, then the file. -1: go on, cfg
+ * loaded (the caller frees it); otherwise the exit status. */
+static int start_with_config(const struct cmd *c, int argc, char **argv, struct args *a, struct config *cfg)
+{
+    int rc = start(c, argc, argv, a);
+
+    if (rc >= 0)
+        return rc;
+    if (client_load_config(cfg, a->val[O_CONFIG] ? a->val[O_CONFIG] : client_default_config()) < 0)
+        return CLI_EXIT_USAGE;
+    return -1;
+}
+
 static int run_serve(const struct cmd *c, int argc, char **argv)
 {
     struct args a;
@@ -115,12 +130,10 @@ static int run_check(const struct cmd *c, int argc, char **argv)
 {
     struct args a;
     struct config cfg;
-    int rc = start(c, argc, argv, &a);
+    int rc = start_with_config(c, argc, argv, &a, &cfg);
 
     if (rc >= 0)
         return rc;
-    if (client_load_config(&cfg, a.val[O_CONFIG] ? a.val[O_CONFIG] : client_default_config()) < 0)
-        return CLI_EXIT_USAGE;
     if (!(a.seen & OB(O_QUIET)))
         config_dump(&cfg, stdout);
     config_free(&cfg);
@@ -346,12 +359,10 @@ static int run_backup(const struct cmd *c, int argc, char **argv)
     struct config cfg;
     char err[512];
     long long bytes;
-    int rc = start(c, argc, argv, &a);
+    int rc = start_with_config(c, argc, argv, &a, &cfg);
 
     if (rc >= 0)
         return rc;
-    if (client_load_config(&cfg, a.val[O_CONFIG] ? a.val[O_CONFIG] : client_default_config()) < 0)
-        return CLI_EXIT_USAGE;
     if (backup_run(&cfg, a.pos[0], &bytes, err, sizeof err) < 0) {
         fprintf(stderr, "hookd backup: %s\n", err);
         rc = CLI_EXIT_ERROR;
@@ -368,12 +379,10 @@ static int run_restore(const struct cmd *c, int argc, char **argv)
     struct args a;
     struct config cfg;
     char err[512], aside[4200];
-    int rc = start(c, argc, argv, &a);
+    int rc = start_with_config(c, argc, argv, &a, &cfg);
 
     if (rc >= 0)
         return rc;
-    if (client_load_config(&cfg, a.val[O_CONFIG] ? a.val[O_CONFIG] : client_default_config()) < 0)
-        return CLI_EXIT_USAGE;
     if (backup_restore(&cfg, a.pos[0], aside, sizeof aside, err, sizeof err) < 0) {
         fprintf(stderr, "hookd restore: %s\n", err);
         rc = CLI_EXIT_ERROR;
@@ -385,6 +394,67 @@ static int run_restore(const struct cmd *c, int argc, char **argv)
                "events queued after it are not in the copy\n");
         rc = CLI_EXIT_OK;
     }
+    config_free(&cfg);
+    return rc;
+}
+
+static int run_export(const struct cmd *c, int argc, char **argv)
+{
+    struct args a;
+    struct config cfg;
+    struct export_counts n;
+    char err[512];
+    int rc = start_with_config(c, argc, argv, &a, &cfg);
+
+    if (rc >= 0)
+        return rc;
+    if (client_daemon_answers(&cfg))
+        fprintf(stderr, "hookd export: note: hookd is running; what it delivers from now on is delivered again by "
+                        "the side that imports this file (stop it first to move a queue without duplicates)\n");
+    if (export_run(&cfg, a.pos[0], util_now_ms(), &n, err, sizeof err) < 0) {
+        fprintf(stderr, "hookd export: %s\n", err);
+        rc = CLI_EXIT_ERROR;
+    } else {
+        /* on stderr: the file itself may be standard output */
+        fprintf(stderr, "exported %lld endpoints (with their secrets: keep the file private), %lld breaker states, "
+                "%lld messages (%lld pending, %lld awaiting retry, %lld dead letters)%s\n",
+                (long long)n.endpoints, (long long)n.health, (long long)n.messages,
+                (long long)n.by_status[MSG_PENDING], (long long)n.by_status[MSG_FAILED],
+                (long long)n.by_status[MSG_DEAD_LETTER], strcmp(a.pos[0], "-") ? "" : " to standard output");
+        if (n.orphans)
+            fprintf(stderr, "left out %lld dead letters of deleted endpoints\n", (long long)n.orphans);
+        rc = CLI_EXIT_OK;
+    }
+    config_free(&cfg);
+    return rc;
+}
+
+static int run_import(const struct cmd *c, int argc, char **argv)
+{
+    struct args a;
+    struct config cfg;
+    struct import_counts n;
+    char err[512];
+    int rc = start_with_config(c, argc, argv, &a, &cfg);
+
+    if (rc >= 0)
+        return rc;
+    rc = import_run(&cfg, a.pos[0], util_now_ms(), &n, err, sizeof err) < 0 ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+    if (rc != CLI_EXIT_OK)
+        fprintf(stderr, "hookd import: %s\n", err);
+    if (rc == CLI_EXIT_OK || n.committed)
+        printf("%s %lld messages (%lld pending, %lld awaiting retry, %lld dead letters), %lld already here "
+               "(left as they were); endpoints: %lld created, %lld already here (kept their definition); "
+               "%lld breaker states\n",
+               rc == CLI_EXIT_OK ? "imported" : "before the error, stored", (long long)n.messages,
+               (long long)n.by_status[MSG_PENDING], (long long)n.by_status[MSG_FAILED],
+               (long long)n.by_status[MSG_DEAD_LETTER], (long long)n.duplicates, (long long)n.endpoints_created,
+               (long long)n.endpoints_kept, (long long)n.health);
+    if (rc != CLI_EXIT_OK && n.committed)
+        printf("importing the whole file again is safe: what is stored already is skipped\n");
+    if (n.config_made_api[0])
+        printf("created as API endpoints (they came from the other side's configuration): %s\n",
+               n.config_made_api);
     config_free(&cfg);
     return rc;
 }
@@ -457,6 +527,14 @@ static const struct cmd commands[] = {
     {"restore", run_restore, 0, 0, "restore FILE [-c FILE]",
      "Put a copy made by backup in place of the database (hookd must be stopped); the replaced\n"
      "                   database is kept beside it.",
+     OB(O_CONFIG), 1, 1, NULL, NULL, NULL},
+    {"export", run_export, 0, 0, "export FILE [-c FILE]",
+     "Write the endpoints, breaker states, waiting messages and dead letters as NDJSON to FILE\n"
+     "                   (- for standard output; mode 0600: secrets are in it). Stop hookd first to move a queue.",
+     OB(O_CONFIG), 1, 1, NULL, NULL, NULL},
+    {"import", run_import, 0, 0, "import FILE [-c FILE]",
+     "Add an export's endpoints and messages to this database (hookd stopped). Messages already\n"
+     "                   here (same endpoint and event id) are skipped: importing twice adds nothing.",
      OB(O_CONFIG), 1, 1, NULL, NULL, NULL},
     {"version", run_version, 0, 0, "version", "Print the version.", 0, 0, 0, NULL, NULL, NULL},
     {"help", run_help, 0, 0, "help [COMMAND]", "Show usage.", 0, 0, 1, NULL, NULL, NULL},

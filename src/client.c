@@ -203,3 +203,17 @@ int client_resolve_socket(const struct args *a, char *out, size_t n)
 }
 
 
+
+int client_daemon_answers(const struct config *cfg)
+{
+    struct buf req = {0}, reply = {0};
+    char err[256];
+    int ok;
+
+    buf_puts(&req, "{\"op\":\"ping\"}\n");
+    ok = !req.failed && cfg->socket_path &&
+         client_transact(cfg->socket_path, &req, 1000, &reply, err, sizeof err) == 0;
+    buf_free(&req);
+    buf_free(&reply);
+    return ok;
+}

@@ -307,6 +307,15 @@ static int load_settings(struct ep_def *d, const char *json)
     return rc;
 }
 
+void ep_json_release(char *secrets_json, char *headers_json, char *settings_json)
+{
+    if (secrets_json)
+        explicit_bzero(secrets_json, strlen(secrets_json));
+    cJSON_free(secrets_json);
+    cJSON_free(headers_json);
+    cJSON_free(settings_json);
+}
+
 int ep_def_from_stored(struct ep_def *d, const char *name, const char *url, const char *secrets_json,
                        const char *headers_json, const char *event_types, const char *settings_json, int paused)
 {

@@ -157,6 +157,8 @@ static const struct store_ops sq_ops = {
     .latency_window = sq_latency_window,
     .history = sq_history,
     .dead_classes = sq_dead_classes,
+    .import_rows = sq_import_rows,
+    .export_rows = sq_export_rows,
 };
 
 int store_sqlite_open(const struct config *c, enum store_role role, struct store **out, char *err, size_t errlen)

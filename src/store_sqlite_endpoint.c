@@ -112,11 +112,7 @@ int sq_endpoint_put(struct store *s, const struct ep_def *d, int from_config, in
         sq_fail(q, step, "endpoint put");
     sqlite3_clear_bindings(st);  /* the secrets are about to be wiped */
 out:
-    if (secrets)
-        explicit_bzero(secrets, strlen(secrets));
-    cJSON_free(secrets);
-    cJSON_free(headers);
-    cJSON_free(settings);
+    ep_json_release(secrets, headers, settings);
     return rc;
 }
 

@@ -287,3 +287,34 @@ int sq_expire(struct store *s, enum store_expiry what, int64_t before, int64_t l
     *n = sqlite3_changes(q->db);
     return 0;
 }
+
+int sq_import_rows(struct store *s, struct store_row *v, size_t n)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        struct store_row *r = &v[i];
+        sqlite3_stmt *st = sq_stmt(q, SQ_IMPORT);
+
+        sqlite3_bind_int64(st, 1, r->endpoint_id);
+        sqlite3_bind_text(st, 2, r->event_id, -1, SQLITE_STATIC);
+        sq_bind_text_or_null(st, 3, r->event_type);
+        sqlite3_bind_text(st, 4, r->payload, (int)r->payload_len, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, msg_status_name(r->status), -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 6, r->attempt_count);
+        sqlite3_bind_int(st, 7, r->max_attempts);
+        sqlite3_bind_int64(st, 8, r->created_at);
+        sqlite3_bind_int64(st, 9, r->next_attempt_at);
+        sq_bind_text_or_null(st, 10, r->last_error);
+        sq_bind_text_or_null(st, 11, r->last_error_class);
+        sq_bind_pos_or_null(st, 12, r->last_status_code);
+        if (r->last_response_ms >= 0)
+            sqlite3_bind_int64(st, 13, r->last_response_ms);
+        sq_bind_text_or_null(st, 14, r->ordering_key);
+        if (sq_exec_stmt(q, st, "import") < 0)
+            return -1;
+        r->duplicate = sqlite3_changes(q->db) == 0;
+    }
+    return 0;
+}

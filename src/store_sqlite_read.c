@@ -316,3 +316,50 @@ int sq_dead_classes(struct store *s, int64_t since, int (*fn)(void *ctx, const c
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "dead letter classes");
 }
+
+int sq_export_rows(struct store *s, int64_t now, int (*fn)(void *ctx, const struct store_row *r), void *ctx)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = NULL;
+    /* once per export: prepared here, not kept */
+    int rc = sqlite3_prepare_v2(q->db,
+                                "SELECT endpoint_id, event_id, event_type, payload, status, attempt_count, "
+                                "max_attempts, created_at, next_attempt_at, last_error, last_error_class, "
+                                "last_status_code, last_response_ms, ordering_key FROM webhook_queue "
+                                "WHERE status IN ('pending', 'failed', 'in_flight', 'dead_letter') ORDER BY id",
+                                -1, &st, NULL);
+
+    if (rc != SQLITE_OK)
+        return sq_fail(q, rc, "export");
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct store_row r;
+        const char *status = (const char *)sqlite3_column_text(st, 4);
+        memset(&r, 0, sizeof r);
+        r.endpoint_id = sqlite3_column_int64(st, 0);
+        r.event_id = (const char *)sqlite3_column_text(st, 1);
+        r.event_type = (const char *)sqlite3_column_text(st, 2);
+        r.payload = (const char *)sqlite3_column_text(st, 3);
+        r.payload_len = (size_t)sqlite3_column_bytes(st, 3);
+        r.attempt_count = sqlite3_column_int(st, 5);
+        r.max_attempts = sqlite3_column_int(st, 6);
+        r.created_at = sqlite3_column_int64(st, 7);
+        r.next_attempt_at = sqlite3_column_int64(st, 8);
+        r.last_error = (const char *)sqlite3_column_text(st, 9);
+        r.last_error_class = (const char *)sqlite3_column_text(st, 10);
+        r.last_status_code = (int)sq_col_or(st, 11, 0);
+        r.last_response_ms = sq_col_or(st, 12, -1);
+        r.ordering_key = (const char *)sqlite3_column_text(st, 13);
+        if (msg_status_parse(status, &r.status) < 0)
+            r.status = MSG_PENDING;   /* the CHECK constraint allows nothing else */
+        if (r.status == MSG_IN_FLIGHT) {
+            r.status = r.attempt_count > 0 ? MSG_FAILED : MSG_PENDING;
+            r.next_attempt_at = now;
+        }
+        if (fn(ctx, &r) != 0) {
+            sqlite3_finalize(st);
+            return store_fail(s, STORE_E_NOMEM, "export: out of memory");
+        }
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "export");
+}

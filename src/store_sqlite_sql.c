@@ -138,6 +138,11 @@ const char *const sq_sql[SQ__COUNT] = {
     [SQ_EP_RING_DELETE] = "DELETE FROM endpoint_latency WHERE endpoint_id = ?1",
     [SQ_EP_HISTORY_DELETE] = "DELETE FROM endpoint_history WHERE endpoint_id = ?1",
     [SQ_RING_TRIM] = "DELETE FROM endpoint_latency WHERE slot >= ?1",
+    [SQ_IMPORT] =
+        "INSERT INTO webhook_queue (endpoint_id, event_id, event_type, payload, status, attempt_count, "
+        "max_attempts, created_at, next_attempt_at, last_error, last_error_class, last_status_code, "
+        "last_response_ms, ordering_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
+        "ON CONFLICT (endpoint_id, event_id) DO NOTHING",
 
     /* ---- reader ---- */
     /* counts by status. "status IN (...) AND status = x" is deliberate:

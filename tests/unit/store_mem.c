@@ -336,42 +336,121 @@ static int m_health_load(struct store *s, int (*fn)(void *, const struct store_h
 
 /* ---- the queue ---- */
 
+/* The row of (endpoint, event_id), or NULL */
+static struct mem_msg *msg_find(struct mem_state *st, int64_t endpoint_id, const char *event_id)
+{
+    size_t k;
+
+    for (k = 0; k < st->nmsg; k++)
+        if (st->msg[k].endpoint_id == endpoint_id && strcmp(st->msg[k].event_id, event_id) == 0)
+            return &st->msg[k];
+    return NULL;
+}
+
+/* A new row with its identity and payload; the rest zero */
+static struct mem_msg *msg_add(struct mem_state *st, int64_t endpoint_id, const char *event_id, const char *event_type,
+                               const char *payload, size_t len)
+{
+    struct mem_msg *m;
+
+    st->msg = grow(st->msg, st->nmsg, sizeof *st->msg);
+    m = &st->msg[st->nmsg++];
+    memset(m, 0, sizeof *m);
+    m->id = ++st->next_msg_id;
+    m->endpoint_id = endpoint_id;
+    m->event_id = strdup(event_id);
+    m->event_type = event_type && *event_type ? strdup(event_type) : NULL;
+    m->payload = malloc(len + 1);
+    memcpy(m->payload, payload, len);
+    m->payload[len] = '\0';
+    m->payload_len = len;
+    m->last_response_ms = -1;
+    return m;
+}
+
 static int m_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
 {
     struct mem_state *st = ST(s);
-    size_t i, k;
+    size_t i;
 
     if (writer_only(s, "enqueue"))
         return -1;
     for (i = 0; i < n; i++) {
-        struct mem_msg *m;
-        v[i].duplicate = 0;
-        for (k = 0; k < st->nmsg; k++)
-            if (st->msg[k].endpoint_id == v[i].endpoint_id && strcmp(st->msg[k].event_id, v[i].event_id) == 0) {
-                v[i].id = st->msg[k].id;
-                v[i].duplicate = 1;
-                break;
-            }
-        if (v[i].duplicate)
+        struct mem_msg *m = msg_find(st, v[i].endpoint_id, v[i].event_id);
+        v[i].duplicate = m != NULL;
+        if (m) {
+            v[i].id = m->id;
             continue;
-        st->msg = grow(st->msg, st->nmsg, sizeof *st->msg);
-        m = &st->msg[st->nmsg++];
-        memset(m, 0, sizeof *m);
-        m->id = ++st->next_msg_id;
-        m->endpoint_id = v[i].endpoint_id;
-        m->event_id = strdup(v[i].event_id);
-        m->event_type = v[i].event_type && *v[i].event_type ? strdup(v[i].event_type) : NULL;
-        m->payload = malloc(v[i].payload_len + 1);
-        memcpy(m->payload, v[i].payload, v[i].payload_len);
-        m->payload[v[i].payload_len] = '\0';
-        m->payload_len = v[i].payload_len;
+        }
+        m = msg_add(st, v[i].endpoint_id, v[i].event_id, v[i].event_type, v[i].payload, v[i].payload_len);
         m->status = v[i].claim ? MSG_IN_FLIGHT : MSG_PENDING;
         m->claimed_at = v[i].claim ? now : 0;
         m->max_attempts = v[i].max_attempts;
         m->created_at = m->next_attempt_at = now;
-        m->last_response_ms = -1;
         m->ordering_key = v[i].claim ? NULL : dup_or_null(v[i].ordering_key);
         v[i].id = m->id;
+    }
+    return 0;
+}
+
+static int m_import_rows(struct store *s, struct store_row *v, size_t n)
+{
+    struct mem_state *st = ST(s);
+    size_t i;
+
+    if (writer_only(s, "import"))
+        return -1;
+    for (i = 0; i < n; i++) {
+        struct mem_msg *m;
+        if ((v[i].duplicate = msg_find(st, v[i].endpoint_id, v[i].event_id) != NULL))
+            continue;
+        m = msg_add(st, v[i].endpoint_id, v[i].event_id, v[i].event_type, v[i].payload, v[i].payload_len);
+        m->status = v[i].status;
+        m->attempt_count = v[i].attempt_count;
+        m->max_attempts = v[i].max_attempts;
+        m->created_at = v[i].created_at;
+        m->next_attempt_at = v[i].next_attempt_at;
+        m->last_error = dup_or_null(v[i].last_error);
+        m->last_error_class = dup_or_null(v[i].last_error_class);
+        m->last_status_code = v[i].last_status_code;
+        m->last_response_ms = v[i].last_response_ms;
+        m->ordering_key = dup_or_null(v[i].ordering_key);
+    }
+    return 0;
+}
+
+static int m_export_rows(struct store *s, int64_t now, int (*fn)(void *ctx, const struct store_row *r), void *ctx)
+{
+    struct mem_state *st = ST(s);
+    size_t i;
+
+    for (i = 0; i < st->nmsg; i++) {
+        const struct mem_msg *m = &st->msg[i];
+        struct store_row r;
+        if (m->status == MSG_DELIVERED)
+            continue;
+        memset(&r, 0, sizeof r);
+        r.endpoint_id = m->endpoint_id;
+        r.event_id = m->event_id;
+        r.event_type = m->event_type;
+        r.payload = m->payload;
+        r.payload_len = m->payload_len;
+        r.status = m->status;
+        r.attempt_count = m->attempt_count;
+        r.max_attempts = m->max_attempts;
+        r.created_at = m->created_at;
+        r.next_attempt_at = m->next_attempt_at;
+        r.last_error = m->last_error;
+        r.last_error_class = m->last_error_class;
+        r.last_status_code = m->last_status_code;
+        r.last_response_ms = m->last_response_ms;
+        r.ordering_key = m->ordering_key;
+        if (r.status == MSG_IN_FLIGHT) {
+            r.status = r.attempt_count > 0 ? MSG_FAILED : MSG_PENDING;
+            r.next_attempt_at = now;
+        }
+        if (fn(ctx, &r) != 0)
+            return store_fail(s, STORE_E_NOMEM, "export: out of memory");
     }
     return 0;
 }
@@ -1292,6 +1371,8 @@ static const struct store_ops mem_ops = {
     .latency_window = m_latency_window,
     .history = m_history,
     .dead_classes = m_dead_classes,
+    .import_rows = m_import_rows,
+    .export_rows = m_export_rows,
     .history_add = m_history_add,
     .history_latency = m_history_latency,
 };

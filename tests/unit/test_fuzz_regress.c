@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "config.h"
+#include "export_fmt.h"
 #include "proto.h"
 #include "util.h"
 
@@ -188,6 +189,28 @@ static void test_long_url_in_file_loads(void **st)
         fail_msg("a 340-byte URL line is neither loaded nor refused as too long: %s", err);
 }
 
+/* export-huge-number: a count beyond int64 was cast before its range was
+ * checked (undefined behaviour); refused now, and so are NaN-like and
+ * negative ones */
+static void test_export_number_out_of_range_refused(void **st)
+{
+    static const char *const lines[] = {
+        "{\"kind\":\"health\",\"endpoint\":\"b\",\"state\":\"closed\",\"consecutive_failures\":1,"
+        "\"failure_threshold\":10,\"last_failure_at\":179620706547407065474}",
+        "{\"kind\":\"end\",\"endpoints\":-1e300,\"messages\":0}",
+        "{\"kind\":\"end\",\"endpoints\":1e309,\"messages\":0}",
+    };
+    size_t i;
+    (void)st;
+    for (i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        struct xf_item it;
+        char err[256];
+        if (xf_parse(lines[i], &it, err, sizeof err) == 0)
+            fail_msg("accepted an out-of-range number: %s", lines[i]);
+        xf_item_free(&it);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -201,6 +224,7 @@ int main(void)
         cmocka_unit_test(test_indented_secret_not_in_error),
         cmocka_unit_test(test_long_secret_line_tail_not_in_error),
         cmocka_unit_test(test_long_url_in_file_loads),
+        cmocka_unit_test(test_export_number_out_of_range_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

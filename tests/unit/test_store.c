@@ -982,6 +982,139 @@ static void stats_count_and_find_the_oldest(void **state)
     assert_int_equal(s.oldest_pending, now - 4000);   /* y waits for its retry */
 }
 
+/* export: copies of the rows, strings owned */
+struct exported {
+    struct store_row r[16];
+    char *str[16][7];
+    int n;
+};
+
+static char *keep_str(struct exported *x, int k, const char *v)
+{
+    return v ? (x->str[x->n][k] = strdup(v)) : NULL;
+}
+
+static int keep_row(void *ctx, const struct store_row *r)
+{
+    struct exported *x = ctx;
+
+    assert_true(x->n < 16);
+    x->r[x->n] = *r;
+    x->r[x->n].event_id = keep_str(x, 0, r->event_id);
+    x->r[x->n].event_type = keep_str(x, 1, r->event_type);
+    x->str[x->n][2] = malloc(r->payload_len + 1);
+    memcpy(x->str[x->n][2], r->payload, r->payload_len);
+    x->r[x->n].payload = x->str[x->n][2];
+    x->r[x->n].last_error = keep_str(x, 3, r->last_error);
+    x->r[x->n].last_error_class = keep_str(x, 4, r->last_error_class);
+    x->r[x->n].ordering_key = keep_str(x, 5, r->ordering_key);
+    x->n++;
+    return 0;
+}
+
+static void exported_free(struct exported *x)
+{
+    int i, k;
+
+    for (i = 0; i < x->n; i++)
+        for (k = 0; k < 7; k++)
+            free(x->str[i][k]);
+    x->n = 0;
+}
+
+static void export_then_import_moves_the_queue(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0), c = put_endpoint(f, "c", 0);
+    int64_t d = put_endpoint(f, "d", 0);   /* never claimed: its row keeps its own payload */
+    static const char body[] = "{\"z\":1, \"a\":\"caf\xc3\xa9 \\n \\u00e9\"}";   /* key order, UTF-8, escapes */
+    struct store_enqueue e = {d, "e0", NULL, body, sizeof body - 1, 7, "k1", 0, 0, 0};
+    struct exported x = {0}, y = {0};
+    struct claimed cl;
+    int64_t e2, e3, e4, e5, now = T0 + 5000;
+    int i;
+
+    begin(f);
+    OK(f->w->ops->enqueue(f->w, &e, 1, T0));
+    commit(f);
+    e2 = enqueue_at(f, a, "e2", T0 + 1, NULL);
+    e3 = enqueue_at(f, a, "e3", T0 + 2, NULL);
+    e4 = enqueue_at(f, a, "e4", T0 + 3, NULL);
+    e5 = enqueue_at(f, b, "e5", T0 + 4, NULL);
+    cl = claim(f, a, T0 + 10, 10);
+    assert_int_equal(cl.n, 3);   /* e2, e3, e4 */
+    assert_int_equal(settle(f, e2, a, SETTLE_RETRY, 1, T0 + 20, 503, 1, "http_503", "Service Unavailable"), 1);
+    assert_int_equal(settle(f, e4, a, SETTLE_DELIVERED, 1, T0 + 20, 200, 1, NULL, NULL), 1);
+    cl = claim(f, b, T0 + 10, 10);
+    assert_int_equal(settle(f, e5, b, SETTLE_DEAD, 3, T0 + 30, 0, 0, "timeout", "timed out after 30s"), 1);
+
+    /* e3 is in flight: exported as what a restart would send, due now */
+    OK(f->r->ops->export_rows(f->r, now, keep_row, &x));
+    assert_int_equal(x.n, 4);
+    assert_string_equal(x.r[0].event_id, "e0");
+    assert_int_equal(x.r[0].endpoint_id, d);
+    assert_int_equal(x.r[0].status, MSG_PENDING);
+    assert_int_equal(x.r[0].payload_len, sizeof body - 1);
+    assert_memory_equal(x.r[0].payload, body, sizeof body - 1);
+    assert_string_equal(x.r[0].ordering_key, "k1");
+    assert_null(x.r[0].event_type);
+    assert_int_equal(x.r[0].created_at, T0);
+    assert_int_equal(x.r[0].last_response_ms, -1);
+    assert_string_equal(x.r[1].event_id, "e2");
+    assert_int_equal(x.r[1].status, MSG_FAILED);
+    assert_int_equal(x.r[1].attempt_count, 1);
+    assert_int_equal(x.r[1].last_status_code, 503);
+    assert_int_equal(x.r[1].last_response_ms, 42);
+    assert_string_equal(x.r[1].last_error_class, "http_503");
+    assert_string_equal(x.r[1].last_error, "Service Unavailable");
+    assert_string_equal(x.r[1].event_type, "conversion");
+    assert_int_equal(x.r[1].next_attempt_at, T0 + 1020);
+    assert_string_equal(x.r[2].event_id, "e3");
+    assert_int_equal(x.r[2].status, MSG_PENDING);
+    assert_int_equal(x.r[2].next_attempt_at, now);
+    assert_string_equal(x.r[3].event_id, "e5");
+    assert_int_equal(x.r[3].status, MSG_DEAD_LETTER);
+    assert_int_equal(x.r[3].attempt_count, 3);
+    assert_int_equal(x.r[3].endpoint_id, b);
+    (void)e3;
+
+    /* into the same database: every row exists, nothing changes */
+    begin(f);
+    OK(f->w->ops->import_rows(f->w, x.r, (size_t)x.n));
+    commit(f);
+    for (i = 0; i < x.n; i++)
+        assert_int_equal(x.r[i].duplicate, 1);
+    assert_string_equal(status_of(f, e2), "failed");
+    /* under another endpoint: stored as they are */
+    for (i = 0; i < x.n; i++)
+        x.r[i].endpoint_id = c;
+    begin(f);
+    OK(f->w->ops->import_rows(f->w, x.r, (size_t)x.n));
+    commit(f);
+    for (i = 0; i < x.n; i++)
+        assert_int_equal(x.r[i].duplicate, 0);
+    OK(f->r->ops->export_rows(f->r, now, keep_row, &y));
+    assert_int_equal(y.n, 8);
+    for (i = 0; i < 4; i++) {
+        struct store_row *p = &x.r[i], *q = &y.r[4 + i];
+        assert_int_equal(q->endpoint_id, c);
+        assert_string_equal(q->event_id, p->event_id);
+        assert_int_equal(q->status, p->status);
+        assert_int_equal(q->attempt_count, p->attempt_count);
+        assert_int_equal(q->max_attempts, p->max_attempts);
+        assert_int_equal(q->created_at, p->created_at);
+        assert_int_equal(q->next_attempt_at, p->next_attempt_at);
+        assert_int_equal(q->last_status_code, p->last_status_code);
+        assert_int_equal(q->last_response_ms, p->last_response_ms);
+        assert_int_equal(q->payload_len, p->payload_len);
+        assert_memory_equal(q->payload, p->payload, p->payload_len);
+        assert_true((q->ordering_key == NULL) == (p->ordering_key == NULL));
+        assert_true((q->last_error_class == NULL) == (p->last_error_class == NULL));
+    }
+    exported_free(&x);
+    exported_free(&y);
+}
+
 #define TABLE(setup)                                                                            \
     cmocka_unit_test_setup_teardown(enqueue_dedups_per_endpoint, setup, teardown),             \
         cmocka_unit_test_setup_teardown(claim_takes_due_rows_oldest_first, setup, teardown),   \
@@ -1000,7 +1133,8 @@ static void stats_count_and_find_the_oldest(void **state)
         cmocka_unit_test_setup_teardown(history_adds_sets_expires, setup, teardown), \
         cmocka_unit_test_setup_teardown(latency_ring_replaces_and_trims, setup, teardown),     \
         cmocka_unit_test_setup_teardown(dead_letters_group_by_class, setup, teardown),         \
-        cmocka_unit_test_setup_teardown(stats_count_and_find_the_oldest, setup, teardown)
+        cmocka_unit_test_setup_teardown(stats_count_and_find_the_oldest, setup, teardown),     \
+        cmocka_unit_test_setup_teardown(export_then_import_moves_the_queue, setup, teardown)
 
 int main(void)
 {
