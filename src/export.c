@@ -154,13 +154,16 @@ struct exp {
     struct buf line;
     struct epmap map;
     struct export_counts *n;
-    int failed;                  /* a write failed (errno kept) */
+    int failed;                  /* a write failed: errno in err_no */
+    int err_no;
 };
 
 static int put_line(struct exp *x)
 {
-    if (x->line.failed || fwrite(x->line.p, 1, x->line.len, x->out) != x->line.len)
+    if (!x->failed && (x->line.failed || fwrite(x->line.p, 1, x->line.len, x->out) != x->line.len)) {
         x->failed = 1;
+        x->err_no = x->line.failed ? ENOMEM : errno;
+    }
     /* an endpoint line holds secrets: the buffer is reused, then wiped */
     explicit_bzero(x->line.p, x->line.len);
     buf_reset(&x->line);
@@ -248,18 +251,25 @@ int export_run(const struct config *c, const char *path, int64_t now, struct exp
         goto store_err;
     st->ops->snapshot_end(st);
     snap = 0;
-    if (xf_end(n->endpoints, n->messages, &x.line) < 0 || put_line(&x) || fflush(x.out) != 0)
+    if ((xf_end(n->endpoints, n->messages, &x.line) < 0 || put_line(&x) || fflush(x.out) != 0) && !x.failed) {
         x.failed = 1;
-    if (!x.failed && !to_stdout && (fsync(fileno(x.out)) < 0 || rename(tmp.p, path) < 0 || sync_dir_of(path) < 0))
+        x.err_no = errno;
+    }
+    if (!x.failed && !to_stdout && (fsync(fileno(x.out)) < 0 || rename(tmp.p, path) < 0 || sync_dir_of(path) < 0)) {
         x.failed = 1;
+        x.err_no = errno;
+    }
     if (x.failed) {
-        snprintf(err, errlen, "cannot write %s: %s", to_stdout ? "standard output" : path, strerror(errno));
+        snprintf(err, errlen, "cannot write %s: %s", to_stdout ? "standard output" : path, strerror(x.err_no));
         goto out;
     }
     rc = 0;
     goto out;
 store_err:
-    snprintf(err, errlen, "%s", x.failed ? strerror(errno) : st->errmsg);
+    if (x.failed)
+        snprintf(err, errlen, "cannot write %s: %s", to_stdout ? "standard output" : path, strerror(x.err_no));
+    else
+        snprintf(err, errlen, "%s", st->errmsg);
 out:
     if (snap)
         st->ops->snapshot_end(st);
@@ -436,7 +446,7 @@ int import_run(const struct config *c, const char *path, int64_t now, struct imp
     size_t cap = 0;
     ssize_t len;
     int64_t lineno = 0, seen_eps = 0, seen_msgs = 0;
-    int rc = -1, ended = 0;
+    int rc = -1, ended = 0, headed = 0;
 
     memset(n, 0, sizeof *n);
     if (!m) {
@@ -471,19 +481,21 @@ int import_run(const struct config *c, const char *path, int64_t now, struct imp
             goto fail;
         }
         if (xf_parse(line, &it, why, sizeof why) < 0) {
-            if (lineno == 1 && it.kind != XF_HEADER)
+            if (!headed && it.kind != XF_HEADER)
                 snprintf(err, errlen, "%s: not a hookd export (its first line must be the header)", path);
             else
                 snprintf(err, errlen, "%s:%lld: %s", path, (long long)lineno, why);
             xf_item_free(&it);
             goto fail;
         }
-        if ((lineno == 1) != (it.kind == XF_HEADER)) {
+        if (headed == (it.kind == XF_HEADER)) {
             xf_item_free(&it);
-            snprintf(err, errlen, lineno == 1 ? "%s: not a hookd export (its first line must be the header)"
-                                              : "%s:%lld: a second header line", path, (long long)lineno);
+            snprintf(err, errlen, headed ? "%s:%lld: a second header line"
+                                         : "%s: not a hookd export (its first line must be the header)",
+                     path, (long long)lineno);
             goto fail;
         }
+        headed = 1;
         seen_eps += it.kind == XF_ENDPOINT;
         seen_msgs += it.kind == XF_MESSAGE;
         if (it.kind == XF_END) {
