@@ -27,7 +27,8 @@ SCALE_NEPS=${BENCH_SCALE_NEPS:-10000}
 SCALE_MSGS=${BENCH_SCALE_MSGS:-1000000}
 SCALE_SECS=${BENCH_SCALE_SECS:-30}
 PUT_NEPS=${BENCH_PUT_NEPS:-50000}
-WRK_SECS=${BENCH_WRK_SECS:-10}
+WRK_SECS=${BENCH_WRK_SECS:-5}
+DEL_ROUNDS=${BENCH_DEL_ROUNDS:-3}
 SEED=${BENCH_SEED:-1}
 SEED_N=${BENCH_SEED_N:-3000}
 SEED_K=${BENCH_SEED_K:-3}
@@ -150,6 +151,9 @@ thread_cpu() {
 }
 # microseconds of CPU per message
 per_msg_us() { awk -v c="$1" -v n="$2" 'BEGIN { printf "%.1f", c * 1e6 / n }'; }
+# the middle value (the lower middle of an even count)
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+maxof() { printf '%s\n' "$@" | sort -g | tail -1; }
 
 # ---- 1. enqueue ----
 bench_enqueue() {
@@ -258,17 +262,30 @@ bench_delivery() {
   nginx_dirs+=("$work/nginx")
   "$SHARED/bench/receiver-nginx.sh" start "$port" "$work/nginx" >&2
 
-  log "delivery: wrk -t1 -c64 -d${WRK_SECS}s against nginx (the ceiling)"
-  bg out wrk -t1 -c64 -d"${WRK_SECS}s" -s "$SHARED/bench/post.lua" "http://127.0.0.1:$port/hook"
-  wrk_rate=$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' <<<"$out")
-  log "  wrk: $wrk_rate req/s"
-
-  log "delivery: $DEL_N messages streamed in, default configuration, 1 endpoint"
-  stream_run one "$port" 1
-  r1=$S_RATE c1=$S_CPU m1=$S_RSS db1=$S_DB
-  log "delivery: $DEL_N messages streamed in, default configuration, 100 endpoints on the same host"
-  stream_run hundred "$port" 100
-  r100=$S_RATE c100=$S_CPU m100=$S_RSS db100=$S_DB
+  # Rounds, each wrk then hookd with 1 and with 100 endpoints, back to
+  # back: the machine's load moves all three alike within a round, so the
+  # ratio of each round is read, and the median of them reported.
+  local rr wr w1=() w100=() q1=() q100=() cpu1=() cpu100=() rss1=() rss100=() wrks=()
+  for rr in $(seq "$DEL_ROUNDS"); do
+    log "delivery round $rr/$DEL_ROUNDS: wrk -t1 -c64 -d${WRK_SECS}s against nginx (the ceiling)"
+    bg out wrk -t1 -c64 -d"${WRK_SECS}s" -s "$SHARED/bench/post.lua" "http://127.0.0.1:$port/hook"
+    wr=$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' <<<"$out")
+    log "  wrk: $wr req/s"
+    log "delivery round $rr: $DEL_N messages streamed in, default configuration, 1 endpoint"
+    stream_run one "$port" 1
+    r1=$S_RATE db1=$S_DB
+    wrks+=("$wr") w1+=("$S_RATE") q1+=("$(div "$S_RATE" "$wr")") cpu1+=("$(per_msg_us "$S_CPU" "$DEL_N")")
+    rss1+=("$S_RSS")
+    log "delivery round $rr: $DEL_N messages streamed in, default configuration, 100 endpoints on the same host"
+    stream_run hundred "$port" 100
+    r100=$S_RATE db100=$S_DB
+    w100+=("$S_RATE") q100+=("$(div "$S_RATE" "$wr")") cpu100+=("$(per_msg_us "$S_CPU" "$DEL_N")")
+    rss100+=("$S_RSS")
+    log "  round $rr: wrk $wr, 1 endpoint $r1 (${q1[-1]}, ${cpu1[-1]} us), 100 endpoints $r100 (${q100[-1]}, ${cpu100[-1]} us)"
+  done
+  wrk_rate=$(median "${wrks[@]}")
+  r1=$(median "${w1[@]}") c1=$(median "${cpu1[@]}") m1=$(maxof "${rss1[@]}")
+  r100=$(median "${w100[@]}") c100=$(median "${cpu100[@]}") m100=$(maxof "${rss100[@]}")
 
   # The seed's run.sh preloads its rows and then times the workers; measure
   # hookd the same way for that ratio: enqueue to a paused endpoint, resume,
@@ -323,20 +340,21 @@ bench_delivery() {
     seed_rate=$(sed -n 's/.*= \([0-9.]*\)\/s.*/\1/p' <<<"$seed_line")
   fi
 
-  row "delivery: wrk ceiling, req/s (-t1 -c64 -d${WRK_SECS}s)" "$wrk_rate" "POST post.lua body to nginx 204"
+  local each="median of $DEL_ROUNDS rounds"
+  row "delivery: wrk ceiling, req/s (-t1 -c64 -d${WRK_SECS}s)" "$wrk_rate" "POST post.lua body to nginx 204; $each: ${wrks[*]}"
   row "delivery: hookd delivered/s, 1 endpoint ($DEL_N msgs)" "$r1" \
-    "default config, streamed in; $(kv db_delivered "$db1") delivered, $(kv db_attempts "$db1") attempts"
-  ratio=$(div "$r1" "$wrk_rate")
-  row "delivery: ratio hookd / wrk, 1 endpoint" "$ratio" "$(verdict "$ratio" 0.40)"
-  row "delivery: hookd CPU per message, us, 1 endpoint" "$(per_msg_us "$c1" "$DEL_N")" \
-    "all threads: enqueue + claim + HTTP + result; $c1 s in all"
-  row "delivery: hookd peak RSS, MiB, 1 endpoint" "$(mib "$m1")" "$(verdict_le "$(mib "$m1")" 32)"
+    "default config, streamed in; $each: ${w1[*]}; last: $(kv db_delivered "$db1") delivered, $(kv db_attempts "$db1") attempts"
+  ratio=$(median "${q1[@]}")
+  row "delivery: ratio hookd / wrk, 1 endpoint" "$ratio" "$each (each round's own): ${q1[*]}; $(verdict "$ratio" 0.40)"
+  row "delivery: hookd CPU per message, us, 1 endpoint" "$c1" \
+    "all threads: enqueue + claim + HTTP + result; $each: ${cpu1[*]}"
+  row "delivery: hookd peak RSS, MiB, 1 endpoint" "$(mib "$m1")" "highest round; $(verdict_le "$(mib "$m1")" 32)"
   row "delivery: hookd delivered/s, 100 endpoints, one host" "$r100" \
-    "default config; $(kv db_delivered "$db100") delivered, $(kv db_attempts "$db100") attempts"
-  ratio=$(div "$r100" "$wrk_rate")
-  row "delivery: ratio hookd / wrk, 100 endpoints" "$ratio" "$(verdict "$ratio" 0.40)"
-  row "delivery: hookd CPU per message, us, 100 endpoints" "$(per_msg_us "$c100" "$DEL_N")" "$c100 s in all"
-  row "delivery: hookd peak RSS, MiB, 100 endpoints" "$(mib "$m100")" "$(verdict_le "$(mib "$m100")" 32)"
+    "default config; $each: ${w100[*]}; last: $(kv db_delivered "$db100") delivered, $(kv db_attempts "$db100") attempts"
+  ratio=$(median "${q100[@]}")
+  row "delivery: ratio hookd / wrk, 100 endpoints" "$ratio" "$each: ${q100[*]}; $(verdict "$ratio" 0.40)"
+  row "delivery: hookd CPU per message, us, 100 endpoints" "$c100" "$each: ${cpu100[*]}"
+  row "delivery: hookd peak RSS, MiB, 100 endpoints" "$(mib "$m100")" "highest round; $(verdict_le "$(mib "$m100")" 32)"
   local dr; dr=$(kv db_delivered_rate "$drain")
   row "delivery: hookd delivered/s, preloaded then resumed" "$dr" \
     "resume to last delivered_at; the seed's own method (rows first, then workers)"
