@@ -18,10 +18,11 @@ struct export_counts {
     int64_t orphans;             /* rows of deleted endpoints: not exported */
 };
 
+/* Messages are counted when their batch commits: after a failure the
+ * counts say what is stored. */
 struct import_counts {
     int64_t endpoints_created, endpoints_kept, health, messages, duplicates;
     int64_t by_status[MSG__COUNT];
-    int64_t committed;           /* messages stored before a failure */
     char config_made_api[512];   /* endpoints that came from the source's configuration, created here as API ones */
 };
 

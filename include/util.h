@@ -57,6 +57,13 @@ void util_strlcpy(char *dst, const char *src, size_t n);
  * quote a response). */
 void util_printable(char *s);
 
+/* write() all n bytes (EINTR retried); 0 / -1 with errno. */
+int util_write_all(int fd, const void *p, size_t n);
+/* fsync a file, or with dir a directory, by path; 0 / -1 with errno. */
+int util_fsync_path(const char *path, int dir);
+/* fsync the directory holding path (a rename in it is then durable). */
+int util_fsync_parent(const char *path);
+
 /* UTF-8 well-formedness (no overlongs, no surrogates, <= U+10FFFF). */
 int util_utf8_valid(const char *s, size_t n);
 

@@ -17,22 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* fsync a file or a directory by path */
-static int sync_path(const char *path, int dir)
-{
-    int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_CLOEXEC), rc;
-
-    if (fd < 0)
-        return -1;
-    rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
 int backup_run(const struct config *c, const char *path, long long *bytes, char *err, size_t errlen)
 {
     struct store *st = NULL;
-    struct buf tmp = {0}, dir = {0};
+    struct buf tmp = {0};
     struct stat sb;
     int rc = -1;
 
@@ -42,8 +30,7 @@ int backup_run(const struct config *c, const char *path, long long *bytes, char 
         return -1;
     }
     buf_printf(&tmp, "%s.tmp", path);
-    buf_printf(&dir, "%s", path);
-    if (tmp.failed || dir.failed) {
+    if (tmp.failed) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
@@ -59,8 +46,8 @@ int backup_run(const struct config *c, const char *path, long long *bytes, char 
         unlink(tmp.p);
         goto out;
     }
-    if (sync_path(tmp.p, 0) < 0 || stat(tmp.p, &sb) < 0 || rename(tmp.p, path) < 0 ||
-        sync_path(dirname(dir.p), 1) < 0) {
+    if (util_fsync_path(tmp.p, 0) < 0 || stat(tmp.p, &sb) < 0 || rename(tmp.p, path) < 0 ||
+        util_fsync_parent(path) < 0) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         unlink(tmp.p);
         goto out;
@@ -70,8 +57,15 @@ int backup_run(const struct config *c, const char *path, long long *bytes, char 
 out:
     store_close(st);
     buf_free(&tmp);
-    buf_free(&dir);
     return rc;
+}
+
+/* path + suffix, in b; NULL: out of memory */
+static const char *sibling(struct buf *b, const char *path, const char *suffix)
+{
+    buf_reset(b);
+    buf_printf(b, "%s%s", path, suffix);
+    return b->failed ? NULL : b->p;
 }
 
 /* from -> fd, whole */
@@ -83,21 +77,18 @@ static int copy_into(const char *from, int out)
 
     if (in < 0)
         return -1;
-    while ((n = read(in, b, sizeof b)) > 0) {
-        ssize_t off = 0, w;
-        for (; off < n; off += w)
-            if ((w = write(out, b + off, (size_t)(n - off))) < 0)
-                goto out;
-    }
+    while ((n = read(in, b, sizeof b)) > 0)
+        if (util_write_all(out, b, (size_t)n) < 0)
+            break;
     rc = n == 0 ? 0 : -1;
-out:
     close(in);
     return rc;
 }
 
 int backup_restore(const struct config *c, const char *from, char *aside, size_t asidelen, char *err, size_t errlen)
 {
-    struct buf tmp = {0}, side = {0}, dir = {0};
+    struct buf tmp = {0}, side = {0}, sib = {0}, sib2 = {0};
+    const char *p, *q = NULL;
     struct stat old;
     int lock = -1, out = -1, have_old, rc = -1;
     long long stamp = (long long)time(NULL);
@@ -110,11 +101,9 @@ int backup_restore(const struct config *c, const char *from, char *aside, size_t
     }
     if (stat(from, &old) == 0) {
         struct stat live, wal;
-        struct buf w = {0};
         int same = stat(c->db_path, &live) == 0 && live.st_dev == old.st_dev && live.st_ino == old.st_ino;
         /* only the main file is copied: a log beside it would be lost */
-        int logged = (buf_printf(&w, "%s-wal", from), !w.failed && stat(w.p, &wal) == 0 && wal.st_size > 0);
-        buf_free(&w);
+        int logged = (p = sibling(&sib, from, "-wal")) && stat(p, &wal) == 0 && wal.st_size > 0;
         if (same || logged) {
             snprintf(err, errlen, same ? "%s is the database itself" :
                      "%s has a -wal beside it (a live database, or one copied with its log): make the copy with "
@@ -125,14 +114,13 @@ int backup_restore(const struct config *c, const char *from, char *aside, size_t
     if (db_check_file(from, err, errlen) < 0)
         goto out;
     buf_printf(&tmp, "%s.restore.tmp", c->db_path);
-    buf_printf(&dir, "%s", c->db_path);
-    if (tmp.failed || dir.failed) {
+    if (tmp.failed || !sibling(&sib, c->db_path, "")) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
     have_old = stat(c->db_path, &old) == 0;
     /* a first database is owned like its directory */
-    if (!have_old && stat(dirname(dir.p), &old) < 0) {
+    if (!have_old && stat(dirname(sib.p), &old) < 0) {
         snprintf(err, errlen, "cannot reach the directory of %s: %s", c->db_path, strerror(errno));
         goto out;
     }
@@ -162,30 +150,19 @@ int backup_restore(const struct config *c, const char *from, char *aside, size_t
         }
         snprintf(aside, asidelen, "%s", side.p);
     }
-    buf_reset(&dir);
-    buf_printf(&dir, "%s-wal", c->db_path);
-    if (side.p) {
-        struct buf sw = {0};
-        buf_printf(&sw, "%s-wal", side.p);
-        if (!dir.failed && !sw.failed && rename(dir.p, sw.p) < 0 && errno != ENOENT) {
-            snprintf(err, errlen, "cannot move %s aside: %s", dir.p, strerror(errno));
-            buf_free(&sw);
-            goto fail;
-        }
-        buf_free(&sw);
-    } else if (unlink(dir.p) < 0 && errno != ENOENT) {
-        snprintf(err, errlen, "cannot remove the stale %s: %s", dir.p, strerror(errno));
+    if (!(p = sibling(&sib, c->db_path, "-wal")) || (have_old && !(q = sibling(&sib2, side.p, "-wal")))) {
+        snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    buf_reset(&dir);
-    buf_printf(&dir, "%s-shm", c->db_path);
-    if (unlink(dir.p) < 0 && errno != ENOENT) {
-        snprintf(err, errlen, "cannot remove %s: %s", dir.p, strerror(errno));
+    if (have_old ? rename(p, q) < 0 && errno != ENOENT : unlink(p) < 0 && errno != ENOENT) {
+        snprintf(err, errlen, "cannot move %s %s: %s", p, have_old ? "aside" : "away (stale)", strerror(errno));
         goto fail;
     }
-    buf_reset(&dir);
-    buf_printf(&dir, "%s", c->db_path);
-    if (rename(tmp.p, c->db_path) < 0 || sync_path(dirname(dir.p), 1) < 0) {
+    if (!(p = sibling(&sib, c->db_path, "-shm")) || (unlink(p) < 0 && errno != ENOENT)) {
+        snprintf(err, errlen, "cannot remove %s-shm: %s", c->db_path, p ? strerror(errno) : "out of memory");
+        goto fail;
+    }
+    if (rename(tmp.p, c->db_path) < 0 || util_fsync_parent(c->db_path) < 0) {
         snprintf(err, errlen, "cannot put the copy in place as %s: %s", c->db_path, strerror(errno));
         goto fail;
     }
@@ -199,6 +176,7 @@ out:
     close(lock);
     buf_free(&tmp);
     buf_free(&side);
-    buf_free(&dir);
+    buf_free(&sib);
+    buf_free(&sib2);
     return rc;
 }

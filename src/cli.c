@@ -435,14 +435,15 @@ static int run_import(const struct cmd *c, int argc, char **argv)
     struct config cfg;
     struct import_counts n;
     char err[512];
-    int rc = start_with_config(c, argc, argv, &a, &cfg);
+    int rc = start_with_config(c, argc, argv, &a, &cfg), stored;
 
     if (rc >= 0)
         return rc;
     rc = import_run(&cfg, a.pos[0], util_now_ms(), &n, err, sizeof err) < 0 ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+    stored = n.messages + n.duplicates > 0;
     if (rc != CLI_EXIT_OK)
         fprintf(stderr, "hookd import: %s\n", err);
-    if (rc == CLI_EXIT_OK || n.committed)
+    if (rc == CLI_EXIT_OK || stored)
         printf("%s %lld messages (%lld pending, %lld awaiting retry, %lld dead letters), %lld already here "
                "(left as they were); endpoints: %lld created, %lld already here (kept their definition); "
                "%lld breaker states\n",
@@ -450,7 +451,7 @@ static int run_import(const struct cmd *c, int argc, char **argv)
                (long long)n.by_status[MSG_PENDING], (long long)n.by_status[MSG_FAILED],
                (long long)n.by_status[MSG_DEAD_LETTER], (long long)n.duplicates, (long long)n.endpoints_created,
                (long long)n.endpoints_kept, (long long)n.health);
-    if (rc != CLI_EXIT_OK && n.committed)
+    if (rc != CLI_EXIT_OK && stored)
         printf("importing the whole file again is safe: what is stored already is skipped\n");
     if (n.config_made_api[0])
         printf("created as API endpoints (they came from the other side's configuration): %s\n",

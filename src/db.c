@@ -155,29 +155,36 @@ static int check_mode(const struct config *c)
 /* SQLite reads pages lazily: a damaged page in the middle of the file
  * would only be found later, by a claim, and then every restart would
  * fail the same way. Look at every page once, before serving. */
-static int check_integrity(sqlite3 *db, const struct config *c, char *err, size_t errlen)
+/* Run an integrity or quick check: *bad counts the lines that are not
+ * "ok", the first kept in first. SQLITE_DONE: the check ran to its end. */
+static int integrity_run(sqlite3 *db, const char *sql, int *bad, char *first, size_t n)
 {
     sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+
+    *bad = 0;
+    first[0] = '\0';
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *line = (const char *)sqlite3_column_text(st, 0);
+        if (line && strcmp(line, "ok") != 0 && !(*bad)++)
+            util_strlcpy(first, line, n);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int check_integrity(sqlite3 *db, const struct config *c, char *err, size_t errlen)
+{
     int mode = check_mode(c);
     const char *sql = mode == CFG_CHECK_FULL ? "PRAGMA integrity_check(5)" : "PRAGMA quick_check(5)";
     int64_t t0 = util_mono_ms();
-    int rc, bad = 0;
-    char first[200] = "";
+    int rc, bad;
+    char first[200];
 
     if (mode == CFG_CHECK_OFF)
         return 0;
-    rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-    while (rc == SQLITE_OK || rc == SQLITE_ROW) {
-        if ((rc = sqlite3_step(st)) != SQLITE_ROW)
-            break;
-        const char *line = (const char *)sqlite3_column_text(st, 0);
-        if (line && strcmp(line, "ok") != 0) {
-            if (!bad)
-                util_strlcpy(first, line, sizeof first);
-            bad++;
-        }
-    }
-    sqlite3_finalize(st);
+    rc = integrity_run(db, sql, &bad, first, sizeof first);
     if (rc != SQLITE_DONE || bad) {
         snprintf(err, errlen,
                  "%s: the database is damaged (%s); refusing to start, file left untouched "
@@ -391,12 +398,8 @@ int db_open_reader(const struct config *c, sqlite3 **out, char *err, size_t errl
 int db_check_file(const char *path, char *err, size_t errlen)
 {
     sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    int rc, v = 0, tables = 0, bad = 0;
-    char first[200] = "";
-
-    char side[2][4200];
-    int had[2], i;
+    int rc, v = 0, tables = 0, bad = 0, had[2], i;
+    char first[200] = "", side[2][4200];
 
     /* reading a WAL-mode file creates its -wal and -shm: those of a copy
      * that had none go again afterwards */
@@ -423,14 +426,7 @@ int db_check_file(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s has schema %d, newer than this hookd knows (%d)", path, v, db_schema_version());
         goto fail;
     }
-    rc = sqlite3_prepare_v2(db, "PRAGMA integrity_check(5)", -1, &st, NULL);
-    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *line = (const char *)sqlite3_column_text(st, 0);
-        if (line && strcmp(line, "ok") != 0 && !bad++)
-            util_strlcpy(first, line, sizeof first);
-        rc = SQLITE_OK;
-    }
-    sqlite3_finalize(st);
+    rc = integrity_run(db, "PRAGMA integrity_check(5)", &bad, first, sizeof first);
     if (rc != SQLITE_DONE || bad) {
         snprintf(err, errlen, "%s is damaged (%s)", path, bad ? first : sqlite3_errstr(rc));
         v = -1;

@@ -39,11 +39,7 @@ struct epmap {
 
 static size_t name_hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ULL;
-
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
-    return (size_t)h;
+    return (size_t)util_hash(s, strlen(s), 0);
 }
 
 static void slot_put(struct epmap *m, size_t i)
@@ -132,19 +128,6 @@ static void epmap_free(struct epmap *m)
     free(m->v);
     free(m->slot);
     memset(m, 0, sizeof *m);
-}
-
-static int sync_dir_of(const char *path)
-{
-    char *d = strdup(path);
-    int fd = d ? open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1, rc = -1;
-
-    if (fd >= 0) {
-        rc = fsync(fd);
-        close(fd);
-    }
-    free(d);
-    return rc;
 }
 
 /* ---- export ---- */
@@ -255,7 +238,7 @@ int export_run(const struct config *c, const char *path, int64_t now, struct exp
         x.failed = 1;
         x.err_no = errno;
     }
-    if (!x.failed && !to_stdout && (fsync(fileno(x.out)) < 0 || rename(tmp.p, path) < 0 || sync_dir_of(path) < 0)) {
+    if (!x.failed && !to_stdout && (fsync(fileno(x.out)) < 0 || rename(tmp.p, path) < 0 || util_fsync_parent(path) < 0)) {
         x.failed = 1;
         x.err_no = errno;
     }
@@ -340,7 +323,6 @@ static int flush(struct imp *m)
         m->n->messages++;
         m->n->by_status[m->rows[i].status]++;
     }
-    m->n->committed = m->n->messages + m->n->duplicates;
     drop_batch(m);
     return 0;
 }

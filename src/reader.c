@@ -284,20 +284,6 @@ static void job_space(void *ctx, int64_t now)
 
 /* ---- the metrics file ---- */
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        p += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 /* Render and replace the file atomically: a textfile collector must never
  * read a half-written file, so write path.tmp in the same directory,
  * fsync, rename. Failures are logged and the next run tries again. */
@@ -320,7 +306,7 @@ static void job_metrics_file(void *ctx, int64_t now)
     if (buf_printf(&tmp, "%s.tmp", path) < 0)
         goto out;
     fd = open(tmp.p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0 || write_all(fd, text.p, text.len) < 0 || fsync(fd) < 0)
+    if (fd < 0 || util_write_all(fd, text.p, text.len) < 0 || fsync(fd) < 0)
         goto out_errno;
     if (close(fd) < 0) {
         fd = -1;

@@ -3,11 +3,14 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 int64_t util_now_ms(void)
 {
@@ -393,4 +396,42 @@ void util_printable(char *s)
     for (; *s; s++)
         if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
             *s = ' ';
+}
+
+int util_write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+
+    while (n) {
+        ssize_t k = write(fd, c, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+int util_fsync_path(const char *path, int dir)
+{
+    int fd = open(path, (dir ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_CLOEXEC), rc, e;
+
+    if (fd < 0)
+        return -1;
+    rc = fsync(fd);
+    e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
+int util_fsync_parent(const char *path)
+{
+    char *d = strdup(path);
+    int rc = d ? util_fsync_path(dirname(d), 1) : -1;
+
+    free(d);
+    return rc;
 }
