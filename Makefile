@@ -8,6 +8,12 @@ PYTHON     ?= /usr/bin/python3
 VERSION    := $(shell cat VERSION)
 
 PKGS       := sqlite3 libcurl libcjson inih ncursesw
+# WITH_PG=0 builds without the PostgreSQL backend (no libpq).
+WITH_PG    ?= 1
+ifeq ($(WITH_PG),1)
+PKGS       += libpq
+CPPFLAGS   += -DHOOKD_WITH_PG=1
+endif
 OPT        ?= -O2 -g
 WARN       := -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wno-unused-parameter
 SAN        ?=
@@ -54,6 +60,8 @@ LIB_SRCS := \
 	src/store_sqlite_queue.c \
 	src/store_sqlite_endpoint.c \
 	src/store_sqlite_read.c \
+	$(if $(filter 1,$(WITH_PG)),src/store_pg_sql.c src/store_pg.c src/store_pg_queue.c \
+	  src/store_pg_endpoint.c src/store_pg_read.c) \
 	src/store_open.c \
 	src/registry.c \
 	src/notify.c \
@@ -86,14 +94,15 @@ LIB_OBJS := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 MAIN_OBJ := $(BUILD)/obj/main.o
 HOOKD    := $(BUILD)/hookd
 SCHEMA   := $(sort $(wildcard schema/*.sql))
+SCHEMA_PG := $(sort $(wildcard schema/postgres/*.sql))
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 # Build and test packages; `deps` installs only what is missing.
 DEB_BUILD_DEPS := gcc make libc6-dev pkg-config libsqlite3-dev libcurl4-openssl-dev \
-                  libmbedtls-dev libcjson-dev libinih-dev libncurses-dev
-DEB_TEST_DEPS  := libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus php-cli nodejs chromium python3-pytest-xdist
+                  libmbedtls-dev libcjson-dev libinih-dev libncurses-dev libpq-dev
+DEB_TEST_DEPS  := postgresql libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus php-cli nodejs chromium python3-pytest-xdist
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: all deps run test unit integration asan tsan clean bench check-deps
@@ -111,18 +120,27 @@ deps:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 
-$(BUILD)/gen/schema_sql.h: $(SCHEMA) Makefile
+# The schema files as C strings: $(1) the array's name, $(2) the files.
+define gen_schema
 	@mkdir -p $(@D)
 	@{ echo "/* generated from the schema directory by make: do not edit */"; \
-	   n=0; for f in $(SCHEMA); do n=$$((n+1)); \
-	     echo "static const char schema_sql_$$n[] ="; \
+	   n=0; for f in $(2); do n=$$((n+1)); \
+	     echo "static const char $(1)_$$n[] ="; \
 	     sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n"/' $$f; \
 	     echo "    ;"; done; \
-	   echo "static const char *const schema_sql[] = {"; \
-	   i=0; while [ $$i -lt $$n ]; do i=$$((i+1)); echo "    schema_sql_$$i,"; done; \
-	   echo "};"; echo "#define SCHEMA_VERSION $$n"; } > $@.tmp && mv $@.tmp $@
+	   echo "static const char *const $(1)[] = {"; \
+	   i=0; while [ $$i -lt $$n ]; do i=$$((i+1)); echo "    $(1)_$$i,"; done; \
+	   echo "};"; } > $@.tmp && mv $@.tmp $@
+endef
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) $(BUILD)/gen/schema_sql.h
+$(BUILD)/gen/schema_sql.h: $(SCHEMA) Makefile
+	$(call gen_schema,schema_sql,$(SCHEMA))
+	@echo "#define SCHEMA_VERSION $(words $(SCHEMA))" >> $@
+
+$(BUILD)/gen/schema_pg_sql.h: $(SCHEMA_PG) Makefile
+	$(call gen_schema,schema_pg_sql,$(SCHEMA_PG))
+
+$(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) $(BUILD)/gen/schema_sql.h $(BUILD)/gen/schema_pg_sql.h
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
@@ -143,9 +161,13 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libhookd.a $(TEST_MEM) $(wildcard test
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) -o $@ $< $(TEST_MEM) $(BUILD)/libhookd.a $(LDFLAGS) $(LDLIBS) -lcmocka
 
+# With the PostgreSQL backend built in, the behaviour table runs against a
+# private throwaway cluster too (tests/pg/cluster.sh; PostgreSQL from apt).
+PG_RUN := $(if $(filter 1,$(WITH_PG)),tests/pg/cluster.sh run,)
+
 unit: $(UNIT_BINS)
-	@fail=0; for t in $(UNIT_BINS); do \
-	  echo "== $$t"; (cd tests/unit && ../../$$t) || fail=1; done; exit $$fail
+	@$(PG_RUN) sh -c 'fail=0; for t in $(UNIT_BINS); do \
+	  echo "== $$t"; (cd tests/unit && ../../$$t) || fail=1; done; exit $$fail'
 
 # HOOKD_BIN picks the binary under test (the static one, an installed one).
 # Most tests wait on hookd and its receivers rather than on the CPU, so

@@ -15,17 +15,21 @@
 #define CONFIG_MAX_ADMIN 32
 
 enum cfg_check { CFG_CHECK_OFF = 0, CFG_CHECK_QUICK, CFG_CHECK_FULL, CFG_CHECK_AUTO };
+enum cfg_backend { CFG_BACKEND_SQLITE = 0, CFG_BACKEND_POSTGRES };
 enum cfg_sync { CFG_SYNC_OFF = 0, CFG_SYNC_NORMAL = 1, CFG_SYNC_FULL = 2, CFG_SYNC_EXTRA = 3 };
 
 struct config {
     char *file;  /* path it was read from */
     /* [storage] */
+    int backend;          /* enum cfg_backend */
     char *db_path;
     int synchronous;
     int check_at_start;   /* enum cfg_check */
     int64_t full_check_max;
     int64_t busy_timeout_ms;
     int64_t batch_max;
+    /* [postgres] */
+    char *pg_conninfo;
     /* [server] */
     char *socket_path;
     char *group;

@@ -363,6 +363,10 @@ struct store_ops {
  * the schema. */
 int store_open(const struct config *c, enum store_role role, struct store **out, char *err, size_t errlen);
 
+/* Can the configured database be reached? (check-config.) msg says to
+ * what or why not ("" when there is nothing to try: SQLite). 0 / -1. */
+int store_ping(const struct config *c, char *msg, size_t len);
+
 /* The protocol error code for a failure (storage_full, storage_error, ...). */
 const char *store_error_code(enum store_errc e);
 /* An I/O error or damage: the process must stop using the database. */

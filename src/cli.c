@@ -25,6 +25,7 @@
 #include "client.h"
 #include "config.h"
 #include "export.h"
+#include "store.h"
 #include "report.h"
 #include "server.h"
 #include "top.h"
@@ -131,13 +132,21 @@ static int run_check(const struct cmd *c, int argc, char **argv)
     struct args a;
     struct config cfg;
     int rc = start_with_config(c, argc, argv, &a, &cfg);
+    char msg[320];
 
     if (rc >= 0)
         return rc;
     if (!(a.seen & OB(O_QUIET)))
         config_dump(&cfg, stdout);
-    config_free(&cfg);
     fflush(stdout);
+    rc = store_ping(&cfg, msg, sizeof msg);
+    config_free(&cfg);
+    if (*msg)
+        fprintf(stderr, "%s\n", msg);
+    if (rc < 0) {
+        fprintf(stderr, "configuration OK, but its database cannot be reached\n");
+        return CLI_EXIT_UNAVAILABLE;
+    }
     fprintf(stderr, "configuration OK\n");
     return CLI_EXIT_OK;
 }

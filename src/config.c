@@ -318,6 +318,10 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: [storage] path and [server] socket must not be empty", path);
         return -1;
     }
+    if (c->backend == CFG_BACKEND_POSTGRES && !*c->pg_conninfo) {
+        snprintf(err, errlen, "%s: [storage] backend = postgres needs [postgres] conninfo", path);
+        return -1;
+    }
     if (strlen(c->socket_path) >= 100) {
         snprintf(err, errlen, "%s: [server] socket path too long (max 99 bytes)", path);
         return -1;

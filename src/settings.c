@@ -27,6 +27,7 @@ struct cfg_def {
 static const char *const sync_names[] = {"off", "normal", "full", "extra", NULL};
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 static const char *const check_names[] = {"off", "quick", "full", "auto", NULL};
+static const char *const backend_names[] = {"sqlite", "postgres", NULL};
 
 #define C(f) offsetof(struct config, f)
 #define D(f) (offsetof(struct config, dflt) + offsetof(struct ep_settings, f))
@@ -36,6 +37,7 @@ static const char *const check_names[] = {"off", "quick", "full", "auto", NULL};
 /* Section "delivery"/"breaker" entries whose offset lies inside dflt are
  * also the per-endpoint overridable keys (see ep_keys below). */
 static const struct cfg_def cfg_table[] = {
+    {"storage", "backend", T_ENUM, C(backend), 0, 1, "sqlite", "sqlite (the file below) or postgres ([postgres] conninfo)", backend_names},
     {"storage", "path", T_STR, C(db_path), 0, 0, "./var/hookd.db", "database file (WAL mode)", NULL},
     {"storage", "synchronous", T_ENUM, C(synchronous), 0, 3, "full", "off|normal|full|extra; full survives power loss", sync_names},
     {"storage", "check_at_start", T_ENUM, C(check_at_start), 0, 3, "auto", "off|quick|full|auto: check before serving (auto: full up to full_check_max)", check_names},
@@ -43,6 +45,8 @@ static const struct cfg_def cfg_table[] = {
     {"storage", "busy_timeout", T_DUR, C(busy_timeout_ms), 0, 60000, "5s", "wait for a lock before failing", NULL},
     {"storage", "cache", T_SIZE, C(cache_bytes), 64 << 10, 1LL << 32, "4MiB", "SQLite page cache of each of the two connections", NULL},
     {"storage", "batch_max", T_INT, C(batch_max), 1, 100000, "1000", "rows per group-commit transaction", NULL},
+
+    {"postgres", "conninfo", T_STR, C(pg_conninfo), 0, 0, "", "libpq connection string or URI (backend = postgres; a password belongs in PGPASSFILE)", NULL},
 
     {"server", "socket", T_STR, C(socket_path), 0, 0, "./var/run/hookd.sock", "control socket; its directory is created 0750", NULL},
     {"server", "group", T_STR, C(group), 0, 0, "", "group owning socket and directory (empty: hookd's)", NULL},
@@ -427,6 +431,41 @@ int settings_set_ep(struct ep_settings *s, const char *key, const char *value, c
     return set_value(d, (char *)s - offsetof(struct config, dflt), value, err, errlen);
 }
 
+/* A password written into the connection string is never printed: the
+ * value of password=... and the password of a URI's user:password@. */
+static void mask_conninfo(char *v)
+{
+    char *p = strstr(v, "://"), *at, *colon, *end;
+
+    if (p && (at = strchr(p + 3, '@')) && (colon = memchr(p + 3, ':', (size_t)(at - p - 3)))) {
+        memmove(colon + 4, at, strlen(at) + 1);
+        memcpy(colon + 1, "***", 3);
+    }
+    for (p = v; (p = strstr(p, "password")) != NULL; p++) {
+        char *q = p + 8;
+        while (*q == ' ')
+            q++;
+        if (*q != '=')
+            continue;
+        q++;
+        while (*q == ' ')
+            q++;
+        end = q;
+        if (*end == '\'') {
+            for (end++; *end && *end != '\''; end++)
+                if (*end == '\\' && end[1])
+                    end++;
+            if (*end)
+                end++;
+        } else {
+            while (*end && *end != ' ' && *end != '&')
+                end++;
+        }
+        memmove(q + 3, end, strlen(end) + 1);
+        memcpy(q, "***", 3);
+    }
+}
+
 void settings_dump(const struct config *c, FILE *out)
 {
     const char *sec = "";
@@ -440,6 +479,8 @@ void settings_dump(const struct config *c, FILE *out)
             sec = d->section;
         }
         fmt_value(d, (const char *)c, v, sizeof v);
+        if (d->off == C(pg_conninfo))
+            mask_conninfo(v);
         fprintf(out, "%s = %s%*s; %s (default %s)\n", d->key, v,
                 (int)(strlen(v) < 24 ? 24 - strlen(v) : 1), "", d->help, d->dflt);
     }

@@ -1,8 +1,32 @@
 /* store_open.c - opening the configured storage backend. */
 #include "store.h"
+#include "store_pg.h"
 #include "store_sqlite.h"
+
+#include <stdio.h>
 
 int store_open(const struct config *c, enum store_role role, struct store **out, char *err, size_t errlen)
 {
-    return store_sqlite_open(c, role, out, err, errlen);
+    if (c->backend != CFG_BACKEND_POSTGRES)
+        return store_sqlite_open(c, role, out, err, errlen);
+#ifdef HOOKD_WITH_PG
+    return store_pg_open(c, role, out, err, errlen);
+#else
+    *out = NULL;
+    snprintf(err, errlen, "[storage] backend = postgres: this hookd was built without PostgreSQL support");
+    return -1;
+#endif
+}
+
+int store_ping(const struct config *c, char *msg, size_t len)
+{
+    *msg = '\0';
+    if (c->backend != CFG_BACKEND_POSTGRES)
+        return 0;   /* the file is checked when hookd opens it */
+#ifdef HOOKD_WITH_PG
+    return store_pg_ping(c, msg, len);
+#else
+    snprintf(msg, len, "[storage] backend = postgres: this hookd was built without PostgreSQL support");
+    return -1;
+#endif
 }

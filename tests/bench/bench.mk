@@ -6,6 +6,9 @@
 #                         wrk ceiling, seed design
 #   make bench-scale      10,000 endpoints: enqueue rate, endpoints list,
 #                         memory with 1M queued over failing endpoints
+#   make bench-postgres   hookd on PostgreSQL (one node, private durable
+#                         cluster): enqueue, preloaded and streamed delivery,
+#                         ratio to the seed design
 # Knobs (make VAR=...): BENCH_ENQ_N BENCH_DEL_N BENCH_LAT_RATES BENCH_LAT_SECS
 # BENCH_WRK_SECS BENCH_SEED_N BENCH_SEED_K BENCH_SEED=0 (skip the seed)
 # BENCH_SCALE_NEPS BENCH_SCALE_MSGS BENCH_SCALE_SECS.
@@ -17,7 +20,7 @@ BENCH_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
                 $(shell $(PKG_CONFIG) --cflags sqlite3 2>/dev/null)
 BENCH_LIBS  := $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null || echo -lsqlite3)
 
-.PHONY: bench bench-enqueue bench-delivery bench-scale bench-tools
+.PHONY: bench bench-enqueue bench-delivery bench-scale bench-postgres bench-tools
 
 $(BENCH_OUT)/loadgen: tests/bench/loadgen.c tests/bench/bench_common.h
 	@mkdir -p $(@D)
@@ -46,3 +49,6 @@ bench-delivery: $(HOOKD) $(BENCH_TOOLS)
 
 bench-scale: $(HOOKD) $(BENCH_TOOLS)
 	$(BENCH_ENV) tests/bench/run.sh scale
+
+bench-postgres: $(HOOKD) $(BENCH_TOOLS)
+	$(BENCH_ENV) tests/bench/run.sh postgres

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # tests/bench/run.sh - hookd benchmark driver (see tests/bench/README.md).
-#   run.sh all|enqueue|delivery|scale
+#   run.sh all|enqueue|delivery|scale|postgres
 # Normally run through `make bench`, `make bench-enqueue`, `make bench-delivery`,
-# `make bench-scale`.
+# `make bench-scale`, `make bench-postgres`.
 # Everything is bounded (counts, durations, timeouts), loopback only, and
 # every process started here (hookd, nginx, the seed's postgres) is stopped
 # on exit. Ratios are what to read: the machine is shared and noisy, both
 # sides of each ratio are measured in the same run, back to back.
 set -euo pipefail
 what=${1:-all}
-case "$what" in all|enqueue|delivery|scale) ;; *) echo "usage: $0 all|enqueue|delivery|scale" >&2; exit 2;; esac
+case "$what" in all|enqueue|delivery|scale|postgres) ;; *) echo "usage: $0 all|enqueue|delivery|scale|postgres" >&2; exit 2;; esac
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -37,7 +37,7 @@ RESULTS=$BIN/results.txt
 for f in "$HOOKD" "$BIN/loadgen" "$BIN/rawinsert" "$BIN/dbreport"; do
   [ -x "$f" ] || { echo "bench: $f missing (run through make)" >&2; exit 2; }
 done
-if [ "$what" = all ] || [ "$what" = delivery ]; then
+if [ "$what" = all ] || [ "$what" = delivery ] || [ "$what" = postgres ]; then
   for f in "$SHARED/bench/receiver-nginx.sh" "$SHARED/bench/post.lua"; do
     [ -r "$f" ] || { echo "bench: $f missing (shared/ must sit beside the repository)" >&2; exit 2; }
   done
@@ -56,17 +56,19 @@ need_pkgs() {
     { $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null &&
       $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null; }
 }
-if [ "$what" = all ] || [ "$what" = delivery ]; then
+if [ "$what" = all ] || [ "$what" = delivery ] || [ "$what" = postgres ]; then
   command -v nginx >/dev/null || need_pkgs nginx-light
   need_pkgs wrk
   [ "$SEED" = 0 ] || need_pkgs postgresql python3-psycopg2 python3-requests
 fi
+[ "$what" != all ] && [ "$what" != postgres ] || need_pkgs postgresql
 
 # ---- lifecycle ----
 mkdir -p "$BIN"
 work=$(mktemp -d "$BIN/work.XXXXXX")
 hookd_pids=()
 nginx_dirs=()
+pg_dir=
 seed_pid=
 stop_pid() {  # stop_pid PID [grace seconds]: TERM, then KILL
   local pid=$1 n=$(( ${2:-20} * 10 ))
@@ -94,6 +96,7 @@ cleanup() {
   [ -n "$seed_pid" ] && stop_pid "$seed_pid" 60
   for p in "${hookd_pids[@]}"; do stop_pid "$p" 5; done
   for d in "${nginx_dirs[@]}"; do "$SHARED/bench/receiver-nginx.sh" stop "$d" || true; done
+  [ -z "$pg_dir" ] || "$root/tests/pg/cluster.sh" stop "$pg_dir" || true
   [ "${BENCH_KEEP:-0}" = 1 ] && echo "bench: kept $work" >&2 || rm -rf "$work"
 }
 trap cleanup EXIT
@@ -328,18 +331,8 @@ bench_delivery() {
     lat_rows+=("$rate|$out|$floor")
   done
 
-  seed_rate=
-  if [ "$SEED" != 0 ]; then
-    log "delivery: seed design, N=$SEED_N K=$SEED_K (slow by design)"
-    "$SHARED/peers/seed-postgres/run.sh" "$SEED_N" "$SEED_K" "$("$BIN/loadgen" freeport)" >"$work/seed.out" 2>&1 &
-    seed_pid=$!
-    wait "$seed_pid" || { cat "$work/seed.out" >&2; log "seed run failed"; }
-    seed_pid=
-    seed_line=$(grep '^seed-postgres delivered' "$work/seed.out" || true)
-    log "  $seed_line"
-    seed_rate=$(sed -n 's/.*= \([0-9.]*\)\/s.*/\1/p' <<<"$seed_line")
-  fi
-
+  seed_measure
+  seed_rate=$SEED_RATE
   local each="median of $DEL_ROUNDS rounds"
   row "delivery: wrk ceiling, req/s (-t1 -c64 -d${WRK_SECS}s)" "$wrk_rate" "POST post.lua body to nginx 204; $each: ${wrks[*]}"
   row "delivery: hookd delivered/s, 1 endpoint ($DEL_N msgs)" "$r1" \
@@ -383,6 +376,100 @@ bench_delivery() {
   row "disk: fdatasync p50/p99 ms (4 KiB appends)" \
     "$(awk -v a="$(kv fsync_p50_us "$fs")" -v b="$(kv fsync_p99_us "$fs")" 'BEGIN { printf "%.1f/%.1f", a / 1000, b / 1000 }')" \
     "floor of every synchronous=full commit"
+}
+
+# The seed design's rate, measured once per run (delivery and postgres
+# both compare with it); sets SEED_RATE ("" when skipped or failed).
+SEED_RATE= SEED_DONE=
+seed_measure() {
+  local seed_line
+  [ -z "$SEED_DONE" ] || return 0
+  SEED_DONE=1
+  [ "$SEED" != 0 ] || return 0
+  log "seed design, N=$SEED_N K=$SEED_K (slow by design)"
+  "$SHARED/peers/seed-postgres/run.sh" "$SEED_N" "$SEED_K" "$("$BIN/loadgen" freeport)" >"$work/seed.out" 2>&1 &
+  seed_pid=$!
+  wait "$seed_pid" || { cat "$work/seed.out" >&2; log "seed run failed"; }
+  seed_pid=
+  seed_line=$(grep '^seed-postgres delivered' "$work/seed.out" || true)
+  log "  $seed_line"
+  SEED_RATE=$(sed -n 's/.*= \([0-9.]*\)\/s.*/\1/p' <<<"$seed_line")
+}
+
+# ---- 4. hookd on PostgreSQL ----
+# One node on a private cluster with PostgreSQL's durable defaults
+# (tests/pg/cluster.sh, HOOKD_PG_DURABLE=1), nginx as the receiver; the
+# seed design runs on the same PostgreSQL build and settings.
+pg_count() { psql "$1" -AtX -c "SELECT count(*) FROM hookd_queue WHERE status = 'delivered'"; }
+bench_postgres() {
+  local port ci d out t0 n rate dr cpu rss ratio
+  # in /tmp: the cluster's user must reach it ($work is private)
+  pg_dir=$(mktemp -d /tmp/hookd-bench-pg.XXXXXX)
+  ci=$(HOOKD_PG_DURABLE=1 "$root/tests/pg/cluster.sh" start "$pg_dir")
+  port=$("$BIN/loadgen" freeport)
+  nginx_dirs+=("$work/nginx-pg")
+  "$SHARED/bench/receiver-nginx.sh" start "$port" "$work/nginx-pg" >&2
+
+  # the seed's method: rows first (endpoint paused), then delivery alone
+  log "postgres: $DEL_N messages preloaded (endpoint paused), then resumed"
+  d=$work/pg-drain
+  psql "$ci" -qAtX -c "CREATE DATABASE drain" >/dev/null
+  write_conf "$d" '[storage]' 'backend = postgres' '[postgres]' "conninfo = ${ci/dbname=postgres/dbname=drain}" \
+    '[delivery]' 'allow_networks = 127.0.0.0/8' '[endpoint.nginx]' "url = http://127.0.0.1:$port/hook" 'paused = yes'
+  start_hookd "$d"
+  bg out "$BIN/loadgen" enqueue -s "$d/hookd.sock" -e nginx -c 4 -n "$DEL_N" -w 1000 -t pgp ||
+    { log "enqueue failed: $out"; exit 1; }
+  log "  enqueue: $out"
+  local erate; erate=$(kv enqueue_rate "$out")
+  t0=$(date +%s%3N)
+  "$HOOKD" resume nginx -s "$d/hookd.sock" >/dev/null
+  n=0
+  while [ "$n" -lt "$DEL_N" ]; do   # the database's own count, polled
+    sleep 0.2
+    n=$(pg_count "${ci/dbname=postgres/dbname=drain}")
+    [ $(( $(date +%s%3N) - t0 )) -lt 600000 ] || { log "  WARNING: only $n delivered after 600 s"; break; }
+  done
+  dr=$(psql "${ci/dbname=postgres/dbname=drain}" -AtX -c "SELECT round($n / (extract(epoch FROM max(delivered_at)) - $t0 / 1000.0)) FROM hookd_queue WHERE status = 'delivered'")
+  cpu=$(cpu_s "$HOOKD_PID") rss=$(peak_rss_kb "$HOOKD_PID")
+  log "  drained: $n delivered, $dr/s; hookd cpu ${cpu}s; threads: $(thread_cpu "$HOOKD_PID")"
+  stop_pid "$HOOKD_PID"
+
+  # streamed: enqueues and deliveries at once, as in the delivery section
+  log "postgres: $DEL_N messages streamed in, 1 endpoint"
+  d=$work/pg-stream
+  psql "$ci" -qAtX -c "CREATE DATABASE stream" >/dev/null
+  write_conf "$d" '[storage]' 'backend = postgres' '[postgres]' "conninfo = ${ci/dbname=postgres/dbname=stream}" \
+    '[delivery]' 'allow_networks = 127.0.0.0/8' '[endpoint.nginx]' "url = http://127.0.0.1:$port/hook"
+  start_hookd "$d"
+  bg out "$BIN/loadgen" enqueue -s "$d/hookd.sock" -e nginx -c 4 -n "$DEL_N" -w 1000 -t pgs ||
+    { log "enqueue failed: $out"; exit 1; }
+  t0=$(kv first_send_ms "$out")
+  n=0
+  while [ "$n" -lt "$DEL_N" ]; do
+    sleep 0.2
+    n=$(pg_count "${ci/dbname=postgres/dbname=stream}")
+    [ $(( $(date +%s%3N) - t0 )) -lt 600000 ] || { log "  WARNING: only $n delivered after 600 s"; break; }
+  done
+  rate=$(psql "${ci/dbname=postgres/dbname=stream}" -AtX -c "SELECT round($n / (extract(epoch FROM max(delivered_at)) - $t0 / 1000.0)) FROM hookd_queue WHERE status = 'delivered'")
+  local scpu; scpu=$(cpu_s "$HOOKD_PID")
+  log "  streamed: $n delivered, $rate/s; hookd cpu ${scpu}s; threads: $(thread_cpu "$HOOKD_PID")"
+  stop_pid "$HOOKD_PID"
+  "$SHARED/bench/receiver-nginx.sh" stop "$work/nginx-pg"
+  "$root/tests/pg/cluster.sh" stop "$pg_dir"
+  pg_dir=
+
+  seed_measure
+  row "postgres: enqueue/s, 1 node" "$erate" "4 connections, window 1000, paused endpoint, durable commits"
+  row "postgres: delivered/s, preloaded then resumed" "$dr" "1 node, default config; the seed's method"
+  row "postgres: delivered/s, streamed in" "$rate" "enqueues and deliveries at once"
+  row "postgres: hookd CPU per message, us, preloaded" "$(per_msg_us "$cpu" "$DEL_N")" "peak RSS $(mib "$rss") MiB"
+  if [ -n "$SEED_RATE" ]; then
+    ratio=$(div "$dr" "$SEED_RATE")
+    row "postgres: ratio hookd on PostgreSQL / seed (same method)" "$ratio" \
+      "seed $SEED_RATE/s (N=$SEED_N K=$SEED_K); $(verdict "$ratio" 30)"
+  else
+    row "postgres: ratio hookd / seed" "skipped" "BENCH_SEED=0 or the seed run failed"
+  fi
 }
 
 # ---- 3. many endpoints ----
@@ -486,6 +573,7 @@ bench_scale() {
 case "$what" in all|enqueue) bench_enqueue;; esac
 case "$what" in all|delivery) bench_delivery;; esac
 case "$what" in all|scale) bench_scale;; esac
+case "$what" in all|postgres) bench_postgres;; esac
 
 {
   echo "hookd benchmark ($what) $(date -u +%Y-%m-%dT%H:%M:%SZ) rev $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \

@@ -1,0 +1,253 @@
+/* store_pg_endpoint.c - endpoints and their health on PostgreSQL (writer
+ * connection, inside the caller's transaction; endpoints_load and
+ * health_load also serve hookd export's reader). */
+#define HOOKD_STORE_PG_PRIVATE
+#include "store_pg.h"
+#include "breaker.h"
+#include "endpoint.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A read without parameters, run once (start-up, export). */
+static PGresult *query(struct pg_store *g, const char *sql, const char *what)
+{
+    PGresult *r = PQexec(g->conn, sql);
+
+    if (r && PQresultStatus(r) == PGRES_TUPLES_OK)
+        return r;
+    pg_fail(g, r, what);
+    PQclear(r);
+    return NULL;
+}
+
+int pg_endpoints_load(struct store *s, int (*fn)(void *ctx, int64_t id, int from_config, const struct ep_def *d),
+                      void *ctx)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    PGresult *r = query(g,
+                        "SELECT id, name, url, secrets, headers, event_types, settings, source, paused "
+                        "FROM endpoints ORDER BY id",
+                        "load endpoints");
+    int i, rows;
+
+    if (!r)
+        return -1;
+    rows = PQntuples(r);
+    for (i = 0; i < rows; i++) {
+        struct ep_def d;
+        const char *name = pg_str(r, i, 1);
+        int stop;
+        if (ep_def_from_stored(&d, name, pg_str(r, i, 2), pg_str(r, i, 3), pg_str(r, i, 4), pg_str(r, i, 5),
+                               pg_str(r, i, 6), (int)pg_i64(r, i, 8, 0)) < 0) {
+            store_fail(s, STORE_E_OTHER, "endpoint %.64s: stored definition is invalid", name ? name : "?");
+            PQclear(r);
+            return -1;
+        }
+        stop = fn(ctx, pg_i64(r, i, 0, 0), strcmp(pg_str(r, i, 7), "config") == 0, &d);
+        ep_def_free(&d);
+        if (stop) {
+            PQclear(r);
+            return store_fail(s, STORE_E_NOMEM, "load endpoints: out of memory");
+        }
+    }
+    /* the secrets were in this result: wiped before libpq frees it */
+    for (i = 0; i < rows; i++)
+        memset(PQgetvalue(r, i, 3), 0, (size_t)PQgetlength(r, i, 3));
+    PQclear(r);
+    return 0;
+}
+
+int pg_health_load(struct store *s, int (*fn)(void *ctx, const struct store_health *h), void *ctx)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    PGresult *r = query(g, pg_health_select(), "load health");
+    int i, rows;
+
+    if (!r)
+        return -1;
+    rows = PQntuples(r);
+    for (i = 0; i < rows; i++) {
+        struct store_health h;
+        memset(&h, 0, sizeof h);
+        h.endpoint_id = pg_i64(r, i, 0, 0);
+        h.endpoint_url = pg_str(r, i, 1);
+        pg_health_cols(r, i, 2, &h);
+        if (fn(ctx, &h) != 0) {
+            PQclear(r);
+            return store_fail(s, STORE_E_NOMEM, "load health: out of memory");
+        }
+    }
+    PQclear(r);
+    return 0;
+}
+
+/* A statement whose result is not read. */
+static int run(struct pg_store *g, enum pg_stmt i, const struct pg_params *p, const char *what)
+{
+    PGresult *r = pg_exec(g, i, p, 0, what);
+
+    PQclear(r);
+    return r ? 0 : -1;
+}
+
+int pg_endpoint_put(struct store *s, const struct ep_def *d, int from_config, int64_t now, int64_t *id,
+                    int *created)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    char *secrets = ep_json_strings(d->secrets, d->nsecrets);
+    char *headers = ep_json_strings(d->headers, d->nheaders);
+    char *settings = ep_json_overrides(d);
+    struct pg_params p;
+    PGresult *r;
+    int rc = -1;
+
+    if (!secrets || !headers || !settings) {
+        store_fail(s, STORE_E_NOMEM, "endpoint put: out of memory");
+        goto out;
+    }
+    pg_p_init(&p);
+    pg_p_text(&p, d->name);
+    if (!(r = pg_exec(g, PG_EP_FIND, &p, 0, "endpoint put")))
+        goto out;
+    if (created)
+        *created = PQntuples(r) == 0;
+    PQclear(r);
+    pg_p_init(&p);
+    pg_p_text(&p, d->name);
+    pg_p_text(&p, d->url);
+    pg_p_text(&p, secrets);
+    pg_p_text(&p, headers);
+    pg_p_text(&p, d->event_types);
+    pg_p_text(&p, settings);
+    pg_p_text(&p, from_config ? "config" : "api");
+    pg_p_i64(&p, d->paused);
+    pg_p_i64(&p, now);
+    if (!(r = pg_exec(g, PG_EP_PUT, &p, 0, "endpoint put")))
+        goto out;
+    if (PQntuples(r) == 1) {
+        *id = pg_i64(r, 0, 0, 0);
+        rc = 0;
+    } else {
+        store_fail(s, STORE_E_OTHER, "endpoint put: no id returned");
+    }
+    PQclear(r);
+out:
+    ep_json_release(secrets, headers, settings);
+    return rc;
+}
+
+int pg_endpoint_delete(struct store *s, int64_t id, int64_t now, int64_t *dead)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    struct pg_params p;
+    PGresult *r;
+
+    pg_p_init(&p);
+    pg_p_i64(&p, id);
+    pg_p_i64(&p, now);
+    if (!(r = pg_exec(g, PG_EP_DELETE, &p, 0, "endpoint delete")))
+        return -1;
+    *dead = pg_i64(r, 0, 0, 0);
+    PQclear(r);
+    return 0;
+}
+
+int pg_latency_ring_size(struct store *s, int64_t slots)
+{
+    struct pg_params p;
+
+    pg_p_init(&p);
+    pg_p_i64(&p, slots);
+    return run((struct pg_store *)s, PG_RING_TRIM, &p, "latency ring size");
+}
+
+int pg_endpoint_pause(struct store *s, int64_t id, int paused, const char *reason, int64_t now)
+{
+    struct pg_params p;
+
+    pg_p_init(&p);
+    pg_p_i64(&p, id);
+    pg_p_i64(&p, paused);
+    pg_p_i64(&p, now);
+    pg_p_text(&p, paused ? reason : NULL);
+    return run((struct pg_store *)s, PG_EP_PAUSE, &p, "endpoint pause");
+}
+
+static void health_params(struct pg_params *p, const void *vv, size_t i)
+{
+    const struct store_health *v = (const struct store_health *)vv + i;
+
+    pg_p_init(p);
+    pg_p_i64(p, v->endpoint_id);
+    /* "" is a URL here, not a missing one: the column is NOT NULL */
+    if (v->endpoint_url && *v->endpoint_url)
+        pg_p_text(p, v->endpoint_url);
+    else
+        pg_p_bytes(p, "", 0);
+    pg_p_text(p, breaker_state_name((enum breaker_state)v->state));
+    pg_p_i64(p, v->consecutive_failures);
+    pg_p_i64(p, v->failure_threshold);
+    pg_p_pos(p, v->last_failure_at);
+    pg_p_pos(p, v->last_success_at);
+    pg_p_pos(p, v->opened_at);
+    pg_p_i64(p, v->cooldown_ms);
+    pg_p_pos(p, v->slow_since);
+    pg_p_i64(p, v->ring_next);
+    pg_p_pos(p, v->concurrency_limit);
+    pg_p_pos(p, v->failing_since);
+}
+
+int pg_health_save(struct store *s, const struct store_health *v, size_t n)
+{
+    return pg_pipe_rows((struct pg_store *)s, PG_HEALTH_SAVE, "health save", n, health_params, v);
+}
+
+static void rollup_params(struct pg_params *p, const void *vv, size_t i)
+{
+    const struct store_rollup *v = (const struct store_rollup *)vv + i;
+
+    pg_p_init(p);
+    pg_p_i64(p, v->endpoint_id);
+    pg_p_latency(p, v->has_latency, v->p50_ms, v->p95_ms, v->p99_ms);
+    pg_p_i64(p, v->sample_count);
+    pg_p_i64(p, v->at);
+}
+
+int pg_rollup_save(struct store *s, const struct store_rollup *v, size_t n)
+{
+    return pg_pipe_rows((struct pg_store *)s, PG_ROLLUP_SAVE, "rollup save", n, rollup_params, v);
+}
+
+static void history_add_params(struct pg_params *p, const void *vv, size_t i)
+{
+    const struct store_history *v = (const struct store_history *)vv + i;
+
+    pg_p_init(p);
+    pg_p_i64(p, v->endpoint_id);
+    pg_p_i64(p, v->bucket_at);
+    pg_p_i64(p, v->delivered);
+    pg_p_i64(p, v->failed);
+    pg_p_i64(p, v->breaker_opens);
+}
+
+int pg_history_add(struct store *s, const struct store_history *v, size_t n)
+{
+    return pg_pipe_rows((struct pg_store *)s, PG_HISTORY_ADD, "history add", n, history_add_params, v);
+}
+
+static void history_latency_params(struct pg_params *p, const void *vv, size_t i)
+{
+    const struct store_history *v = (const struct store_history *)vv + i;
+
+    pg_p_init(p);
+    pg_p_i64(p, v->endpoint_id);
+    pg_p_i64(p, v->bucket_at);
+    pg_p_latency(p, v->has_latency, v->p50_ms, v->p95_ms, v->p99_ms);
+    pg_p_i64(p, v->sample_count);
+}
+
+int pg_history_latency(struct store *s, const struct store_history *v, size_t n)
+{
+    return pg_pipe_rows((struct pg_store *)s, PG_HISTORY_LATENCY, "history latency", n, history_latency_params, v);
+}

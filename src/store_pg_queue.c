@@ -1,0 +1,433 @@
+/* store_pg_queue.c - the queue on PostgreSQL: enqueue, claim, settle,
+ * recovery, requeue, purge, retention and import. Writer connection;
+ * every function runs inside the caller's transaction. */
+#define HOOKD_STORE_PG_PRIVATE
+#include "store_pg.h"
+
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pg_recover(struct store *s, int64_t now, int64_t *n)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    struct pg_params p;
+    PGresult *r;
+
+    pg_p_init(&p);
+    pg_p_i64(&p, now);
+    if (!(r = pg_exec(g, PG_RECOVER, &p, 0, "recover")))
+        return -1;
+    *n = pg_changed(r);
+    PQclear(r);
+    return 0;
+}
+
+static int enqueued(void *ctx, size_t k, const PGresult *r)
+{
+    struct store_enqueue *e = (struct store_enqueue *)ctx + k;
+
+    e->duplicate = PQntuples(r) == 0;
+    e->id = e->duplicate ? 0 : pg_i64(r, 0, 0, 0);
+    return 0;
+}
+
+/* The batch in one round trip; a duplicate's id is looked up after. */
+int pg_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    struct pg_pipe pp;
+    size_t i;
+
+    if (pg_pipe_begin(&pp, g, "enqueue", enqueued, v) < 0)
+        return -1;
+    for (i = 0; i < n; i++) {
+        struct store_enqueue *e = &v[i];
+        struct pg_params p;
+
+        pg_p_init(&p);
+        pg_p_i64(&p, e->endpoint_id);
+        pg_p_text(&p, e->event_id);
+        pg_p_text(&p, e->event_type);
+        pg_p_bytes(&p, e->payload, e->payload_len);
+        pg_p_i64(&p, e->max_attempts);
+        pg_p_i64(&p, now);
+        if (!e->claim)
+            pg_p_text(&p, e->ordering_key);
+        if (pg_pipe_add(&pp, e->claim ? PG_INSERT_CLAIMED : PG_INSERT, &p) < 0)
+            break;
+    }
+    if (pg_pipe_end(&pp) < 0)
+        return -1;
+    for (i = 0; i < n; i++) {
+        struct store_enqueue *e = &v[i];
+        struct pg_params p;
+        PGresult *r;
+
+        if (!e->duplicate)
+            continue;
+        pg_p_init(&p);
+        pg_p_i64(&p, e->endpoint_id);
+        pg_p_text(&p, e->event_id);
+        if (!(r = pg_exec(g, PG_FIND, &p, 0, "enqueue: duplicate lookup")))
+            return -1;
+        if (PQntuples(r) != 1) {
+            PQclear(r);
+            return store_fail(s, STORE_E_OTHER, "enqueue: duplicate lookup found no row");
+        }
+        e->id = pg_i64(r, 0, 0, 0);
+        PQclear(r);
+    }
+    return 0;
+}
+
+int pg_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int ordered,
+             int (*fn)(void *ctx, const struct store_claimed *row), void *ctx, int *n)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    struct store_claimed row;
+    struct pg_params p;
+    PGresult *r;
+    int i, rows;
+
+    *n = 0;
+    pg_p_init(&p);
+    pg_p_i64(&p, endpoint_id);
+    pg_p_i64(&p, now);
+    pg_p_i64(&p, limit);
+    /* binary: the payload's bytes as they are, no hex to decode */
+    if (!(r = pg_exec(g, ordered ? PG_CLAIM_ORDERED : PG_CLAIM, &p, 1, "claim")))
+        return -1;
+    rows = PQntuples(r);
+    for (i = 0; i < rows; i++) {
+        row.id = pg_i64(r, i, 0, 0);
+        row.endpoint_id = endpoint_id;
+        row.event_id = pg_str(r, i, 1);
+        row.payload = PQgetvalue(r, i, 2);
+        row.payload_len = (size_t)PQgetlength(r, i, 2);
+        row.attempt_count = (int)pg_i64(r, i, 3, 0);
+        row.max_attempts = (int)pg_i64(r, i, 4, 0);
+        row.created_at = pg_i64(r, i, 5, 0);
+        row.event_type = pg_str(r, i, 6);
+        if (fn(ctx, &row) != 0) {
+            PQclear(r);  /* the caller rolls the transaction back */
+            return store_fail(s, STORE_E_NOMEM, "claim: out of memory");
+        }
+        (*n)++;
+    }
+    PQclear(r);
+    return 0;
+}
+
+int pg_next_due(struct store *s, int64_t endpoint_id, int ordered, int64_t *at)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    struct pg_params p;
+    PGresult *r;
+
+    pg_p_init(&p);
+    pg_p_i64(&p, endpoint_id);
+    if (!(r = pg_exec(g, ordered ? PG_NEXT_DUE_ORDERED : PG_NEXT_DUE, &p, 0, "next due")))
+        return -1;
+    *at = PQntuples(r) > 0 ? pg_i64(r, 0, 0, INT64_MAX) : INT64_MAX;
+    PQclear(r);
+    return 0;
+}
+
+/* Array parameters in PostgreSQL's text form: {1,NULL,"a \"b\""}. */
+static void arr_sep(struct buf *b)
+{
+    buf_puts(b, b->len && b->p[b->len - 1] != '{' ? "," : "");
+}
+
+static void arr_i64(struct buf *b, int64_t v)
+{
+    arr_sep(b);
+    buf_printf(b, "%lld", (long long)v);
+}
+
+static void arr_pos(struct buf *b, int64_t v)
+{
+    if (v > 0)
+        arr_i64(b, v);
+    else {
+        arr_sep(b);
+        buf_puts(b, "NULL");
+    }
+}
+
+static void arr_text(struct buf *b, const char *s)
+{
+    arr_sep(b);
+    if (!s || !*s) {
+        buf_puts(b, "NULL");
+        return;
+    }
+    buf_puts(b, "\"");
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            buf_append(b, "\\", 1);
+        buf_append(b, s, 1);
+    }
+    buf_puts(b, "\"");
+}
+
+enum { SA_ID, SA_STATUS, SA_ATTEMPTS, SA_NEXT, SA_AT, SA_ERROR, SA_LAST_STATUS, SA_MS, SA_CLASS, SA_EP,
+       SA_SAMPLE, SA_ATT_STATUS, SA_DETAIL, SA_METHOD, SA_URL, SA_RESPONSE, SA_SLOT, SA__COUNT };
+
+/* One result as the next element of each array. */
+static void settle_elems(struct buf *a, const struct store_settle *v)
+{
+    int ok = v->verdict == SETTLE_DELIVERED;
+
+    arr_i64(&a[SA_ID], v->id);
+    arr_text(&a[SA_STATUS], ok ? "delivered" : v->verdict == SETTLE_RETRY ? "failed" : "dead_letter");
+    arr_i64(&a[SA_ATTEMPTS], v->attempts);
+    arr_i64(&a[SA_NEXT], v->next_attempt_at);
+    arr_i64(&a[SA_AT], v->at);
+    arr_text(&a[SA_ERROR], ok ? NULL : v->error);
+    if (ok)
+        arr_i64(&a[SA_LAST_STATUS], v->status_code);
+    else
+        arr_pos(&a[SA_LAST_STATUS], v->status_code);
+    arr_i64(&a[SA_MS], v->response_ms);
+    arr_text(&a[SA_CLASS], ok ? NULL : v->error_class);
+    arr_i64(&a[SA_EP], v->endpoint_id);
+    arr_i64(&a[SA_SAMPLE], v->sample ? 1 : 0);
+    arr_pos(&a[SA_ATT_STATUS], v->status_code);
+    arr_text(&a[SA_DETAIL], ok ? NULL : v->error);
+    arr_text(&a[SA_METHOD], v->method);
+    arr_text(&a[SA_URL], v->url);
+    arr_text(&a[SA_RESPONSE], v->response);
+    arr_i64(&a[SA_SLOT], v->ring_slot);
+}
+
+static int released(void *ctx, size_t k, const PGresult *r)
+{
+    struct store_settle **v = ctx;
+
+    v[k]->applied = pg_changed(r) > 0;
+    return 0;
+}
+
+/* Results of a round: every verdict but release in one statement (one
+ * round trip, one executor start), releases (a shutdown's untried rows)
+ * one by one in a pipeline. */
+int pg_settle(struct store *s, struct store_settle *v, size_t n)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    struct buf a[SA__COUNT];
+    struct store_settle **rel = NULL;
+    struct pg_params p;
+    struct pg_pipe pp;
+    size_t i, nset = 0, nrel = 0;
+    int k, rc = -1;
+    PGresult *r = NULL;
+
+    memset(a, 0, sizeof a);
+    for (k = 0; k < SA__COUNT; k++)
+        buf_puts(&a[k], "{");
+    for (i = 0; i < n; i++) {
+        v[i].applied = 0;
+        if (v[i].verdict == SETTLE_RELEASE)
+            nrel++;
+        else {
+            settle_elems(a, &v[i]);
+            nset++;
+        }
+    }
+    pg_p_init(&p);
+    for (k = 0; k < SA__COUNT; k++) {
+        buf_puts(&a[k], "}");
+        if (a[k].failed) {
+            store_fail(s, STORE_E_NOMEM, "settle: out of memory");
+            goto out;
+        }
+        pg_p_text(&p, a[k].p);
+    }
+    if (nset > 0) {
+        size_t *map = NULL, m = 0;
+        int rows, j;
+        /* the statement numbers its rows 1..nset in the order they were
+         * added: map them back to v */
+        if (!(map = malloc(nset * sizeof *map))) {
+            store_fail(s, STORE_E_NOMEM, "settle: out of memory");
+            goto out;
+        }
+        for (i = 0; i < n; i++)
+            if (v[i].verdict != SETTLE_RELEASE)
+                map[m++] = i;
+        if (!(r = pg_exec(g, PG_SETTLE, &p, 0, "settle"))) {
+            free(map);
+            goto out;
+        }
+        rows = PQntuples(r);
+        for (j = 0; j < rows; j++) {
+            int64_t num = pg_i64(r, j, 0, 0);
+            if (num >= 1 && (size_t)num <= nset)
+                v[map[num - 1]].applied = 1;
+        }
+        free(map);
+    }
+    if (nrel > 0) {
+        size_t m = 0;
+        if (!(rel = malloc(nrel * sizeof *rel))) {
+            store_fail(s, STORE_E_NOMEM, "settle: out of memory");
+            goto out;
+        }
+        for (i = 0; i < n; i++)
+            if (v[i].verdict == SETTLE_RELEASE)
+                rel[m++] = &v[i];
+        if (pg_pipe_begin(&pp, g, "settle", released, rel) < 0)
+            goto out;
+        for (i = 0; i < nrel; i++) {
+            pg_p_init(&p);
+            pg_p_i64(&p, rel[i]->id);
+            pg_p_i64(&p, rel[i]->next_attempt_at);
+            if (pg_pipe_add(&pp, PG_RELEASE, &p) < 0)
+                break;
+        }
+        if (pg_pipe_end(&pp) < 0)
+            goto out;
+    }
+    rc = 0;
+out:
+    PQclear(r);
+    free(rel);
+    for (k = 0; k < SA__COUNT; k++)
+        buf_free(&a[k]);
+    return rc;
+}
+
+/* The statuses an admin op may touch (never pending or in_flight rows),
+ * as a PostgreSQL array literal. */
+static int status_array(unsigned statuses, char *out, size_t n)
+{
+    static const enum msg_status ok[] = {MSG_FAILED, MSG_DELIVERED, MSG_DEAD_LETTER};
+    size_t i, len = 1;
+
+    snprintf(out, n, "{");
+    for (i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (statuses & MSG_BIT(ok[i]))
+            len += (size_t)snprintf(out + len, n - len, "%s%s", len > 1 ? "," : "", msg_status_name(ok[i]));
+    if (len == 1)
+        return -1;
+    snprintf(out + len, n - len, "}");
+    return 0;
+}
+
+/* Admin statements run rarely: not kept prepared. */
+static int admin_exec(struct pg_store *g, const char *sql, const struct store_filter *f, const char *statuses,
+                      int64_t now, int64_t *n, const char *what)
+{
+    struct pg_params p;
+    PGresult *r;
+    int ok;
+
+    pg_p_init(&p);
+    pg_p_i64(&p, f->id);
+    pg_p_i64(&p, f->endpoint_id);
+    pg_p_time(&p, f->since);
+    if (statuses) {   /* requeue: $4 now, $5 the statuses; purge has neither */
+        pg_p_i64(&p, now);
+        pg_p_text(&p, statuses);
+    }
+    r = PQexecParams(g->conn, sql, p.n, NULL, p.v, p.len, p.fmt, 0);
+    ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (!ok) {
+        pg_fail(g, r, what);
+        PQclear(r);
+        return -1;
+    }
+    *n = pg_changed(r);
+    PQclear(r);
+    return 0;
+}
+
+int pg_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    char in[64];
+
+    *n = 0;
+    if (status_array(f->statuses, in, sizeof in) < 0)
+        return 0;
+    return admin_exec(g,
+                      "UPDATE hookd_queue SET status = 'pending', attempt_count = 0, next_attempt_at = " PG_TS("$4")
+                      ", last_error = NULL, last_error_class = NULL WHERE status = ANY ($5::text[]) "
+                      "AND ($1::bigint = 0 OR id = $1) AND ($2::bigint = 0 OR endpoint_id = $2) "
+                      "AND created_at >= " PG_TS("$3"),
+                      f, in, now, n, "requeue");
+}
+
+int pg_purge(struct store *s, const struct store_filter *f, int64_t *n)
+{
+    struct pg_store *g = (struct pg_store *)s;
+
+    return admin_exec(g,
+                      "DELETE FROM hookd_queue WHERE status = 'dead_letter' AND ($1::bigint = 0 OR id = $1) "
+                      "AND ($2::bigint = 0 OR endpoint_id = $2) AND created_at >= " PG_TS("$3"),
+                      f, NULL, 0, n, "purge");
+}
+
+int pg_expire(struct store *s, enum store_expiry what, int64_t before, int64_t limit, int64_t *n)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    enum pg_stmt i = what == EXPIRE_DELIVERED ? PG_EXPIRE_DELIVERED
+                     : what == EXPIRE_HISTORY ? PG_EXPIRE_HISTORY
+                                              : PG_EXPIRE_DEAD;
+    struct pg_params p;
+    PGresult *r;
+
+    pg_p_init(&p);
+    pg_p_time(&p, before);
+    pg_p_i64(&p, limit);
+    if (!(r = pg_exec(g, i, &p, 0, "expire")))
+        return -1;
+    *n = pg_changed(r);
+    PQclear(r);
+    return 0;
+}
+
+static int imported(void *ctx, size_t k, const PGresult *r)
+{
+    ((struct store_row *)ctx)[k].duplicate = pg_changed(r) == 0;
+    return 0;
+}
+
+int pg_import_rows(struct store *s, struct store_row *v, size_t n)
+{
+    struct pg_pipe pp;
+    size_t i;
+
+    if (pg_pipe_begin(&pp, (struct pg_store *)s, "import", imported, v) < 0)
+        return -1;
+    for (i = 0; i < n; i++) {
+        struct store_row *w = &v[i];
+        struct pg_params p;
+
+        pg_p_init(&p);
+        pg_p_i64(&p, w->endpoint_id);
+        pg_p_text(&p, w->event_id);
+        pg_p_text(&p, w->event_type);
+        pg_p_bytes(&p, w->payload, w->payload_len);
+        pg_p_text(&p, msg_status_name(w->status));
+        pg_p_i64(&p, w->attempt_count);
+        pg_p_i64(&p, w->max_attempts);
+        pg_p_i64(&p, w->created_at);
+        pg_p_i64(&p, w->next_attempt_at);
+        pg_p_text(&p, w->last_error);
+        pg_p_text(&p, w->last_error_class);
+        pg_p_pos(&p, w->last_status_code);
+        if (w->last_response_ms >= 0)
+            pg_p_i64(&p, w->last_response_ms);
+        else
+            pg_p_null(&p);
+        pg_p_text(&p, w->ordering_key);
+        if (pg_pipe_add(&pp, PG_IMPORT, &p) < 0)
+            break;
+    }
+    return pg_pipe_end(&pp);
+}

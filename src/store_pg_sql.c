@@ -1,0 +1,402 @@
+/* store_pg_sql.c - the PostgreSQL backend's statements (prepared once per
+ * connection by store_pg.c), and the helpers that bind their parameters
+ * and read their columns. */
+#define HOOKD_STORE_PG_PRIVATE
+#include "store_pg.h"
+#include "breaker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TS PG_TS
+#define MS PG_MS
+
+/* endpoint_health's columns in the order pg_health_cols reads them,
+ * coalesced for the LEFT JOINs of endpoints without a health row */
+#define PG_HEALTH_COLS                                                                                    \
+    "coalesce(h.state, 'closed'), coalesce(h.consecutive_failures, 0), h.failure_threshold, "           \
+    MS("h.last_failure_at") ", " MS("h.last_success_at") ", " MS("h.opened_at") ", h.cooldown_ms, "     \
+    MS("h.slow_since") ", h.p50_ms, h.p95_ms, h.p99_ms, coalesce(h.sample_count, 0), "                  \
+    "coalesce(h.ring_next, 0), h.concurrency_limit, " MS("h.failing_since")
+
+/* row q is not held back by an older row of its ordering key */
+#define PG_KEY_FREE                                                                                     \
+    "(q.ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM hookd_queue o "                               \
+    "WHERE o.endpoint_id = q.endpoint_id AND o.ordering_key = q.ordering_key AND o.id < q.id AND "     \
+    "o.ordering_key IS NOT NULL AND o.status IN ('pending', 'failed', 'in_flight')))"
+
+/* The claim: due rows of one endpoint, oldest due first, taken with
+ * SKIP LOCKED (a row another transaction holds is not waited for),
+ * handed back in that order. */
+#define PG_CLAIM_SQL(cond)                                                                              \
+    "WITH c AS (SELECT q.id FROM hookd_queue q WHERE q.endpoint_id = $1 AND q.status IN ('pending', "   \
+    "'failed') AND q.next_attempt_at <= " TS("$2") cond " ORDER BY q.next_attempt_at, q.id LIMIT $3 "   \
+    "FOR UPDATE SKIP LOCKED), "                                                                         \
+    "u AS (UPDATE hookd_queue q SET status = 'in_flight', claimed_at = " TS("$2") " FROM c "            \
+    "WHERE q.id = c.id RETURNING q.id, q.event_id, q.payload, q.attempt_count, q.max_attempts, "        \
+    "q.created_at, q.event_type, q.next_attempt_at) "                                                   \
+    "SELECT id, event_id, payload, attempt_count, max_attempts, " MS("created_at") ", event_type "      \
+    "FROM u ORDER BY next_attempt_at, id"
+
+const char *const pg_sql[PG__COUNT] = {
+    /* ---- writer ---- */
+    [PG_INSERT] =
+        "INSERT INTO hookd_queue (endpoint_id, event_id, event_type, payload, max_attempts, created_at, "
+        "next_attempt_at, ordering_key) VALUES ($1, $2, $3, $4, $5, " TS("$6") ", " TS("$6") ", $7) "
+        "ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id",
+    [PG_INSERT_CLAIMED] =
+        "INSERT INTO hookd_queue (endpoint_id, event_id, event_type, payload, max_attempts, created_at, "
+        "next_attempt_at, status, claimed_at) VALUES ($1, $2, $3, $4, $5, " TS("$6") ", " TS("$6") ", "
+        "'in_flight', " TS("$6") ") ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id",
+    [PG_FIND] = "SELECT id FROM hookd_queue WHERE endpoint_id = $1 AND event_id = $2",
+    [PG_CLAIM] = PG_CLAIM_SQL(""),
+    [PG_CLAIM_ORDERED] = PG_CLAIM_SQL(" AND " PG_KEY_FREE),
+    [PG_NEXT_DUE] =
+        "SELECT " MS("min(next_attempt_at)") " FROM hookd_queue "
+        "WHERE endpoint_id = $1 AND status IN ('pending', 'failed')",
+    [PG_NEXT_DUE_ORDERED] =
+        "SELECT " MS("q.next_attempt_at") " FROM hookd_queue q WHERE q.endpoint_id = $1 "
+        "AND q.status IN ('pending', 'failed') AND " PG_KEY_FREE " ORDER BY q.next_attempt_at LIMIT 1",
+    /* A round's results, their attempt log rows and latency samples in
+     * one statement: the rows come as arrays ($1..$17, one element per
+     * result; WITH ORDINALITY numbers them). Only a row still in flight
+     * changes (one dead-lettered meanwhile keeps its status), and only
+     * then are its attempt and sample written; the numbers of the rows
+     * that changed come back. Two samples of one batch in the same ring
+     * slot: the later one stays. */
+    [PG_SETTLE] =
+        "WITH v AS (SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[], $5::bigint[], "
+        "$6::text[], $7::int[], $8::int[], $9::text[], $10::bigint[], $11::int[], $12::int[], $13::text[], "
+        "$14::text[], $15::text[], $16::text[], $17::int[]) WITH ORDINALITY AS v(id, status, attempts, next_at, "
+        "at, last_error, last_status, response_ms, error_class, endpoint_id, sample, att_status, detail, method, "
+        "url, response, slot, n)), "
+        "u AS (UPDATE hookd_queue q SET status = v.status, attempt_count = v.attempts, "
+        "next_attempt_at = CASE WHEN v.status = 'failed' THEN " TS("v.next_at") " ELSE q.next_attempt_at END, "
+        "delivered_at = CASE WHEN v.status = 'delivered' THEN " TS("v.at") " ELSE q.delivered_at END, "
+        "last_error = v.last_error, last_status_code = v.last_status, last_response_ms = v.response_ms, "
+        "last_error_class = v.error_class FROM v WHERE q.id = v.id AND q.status = 'in_flight' RETURNING v.n), "
+        "a AS (INSERT INTO delivery_attempts (message_id, attempt, endpoint_id, at, response_ms, status_code, "
+        "error_class, detail, method, url, response) SELECT v.id, v.attempts, v.endpoint_id, " TS("v.at") ", "
+        "CASE WHEN v.sample = 1 THEN v.response_ms END, v.att_status, v.error_class, v.detail, v.method, v.url, "
+        "v.response FROM v JOIN u ON u.n = v.n "
+        "ON CONFLICT (message_id, attempt) DO UPDATE SET at = excluded.at, response_ms = excluded.response_ms, "
+        "status_code = excluded.status_code, error_class = excluded.error_class, detail = excluded.detail, "
+        "method = excluded.method, url = excluded.url, response = excluded.response), "
+        "l AS (INSERT INTO endpoint_latency (endpoint_id, slot, message_id, response_ms, status_code, measured_at) "
+        "SELECT DISTINCT ON (v.endpoint_id, v.slot) v.endpoint_id, v.slot, v.id, v.response_ms, v.att_status, "
+        TS("v.at") " FROM v JOIN u ON u.n = v.n WHERE v.sample = 1 AND v.slot >= 0 "
+        "ORDER BY v.endpoint_id, v.slot, v.n DESC "
+        "ON CONFLICT (endpoint_id, slot) DO UPDATE SET message_id = excluded.message_id, "
+        "response_ms = excluded.response_ms, status_code = excluded.status_code, "
+        "measured_at = excluded.measured_at) "
+        "SELECT n FROM u",
+    [PG_RELEASE] =
+        "UPDATE hookd_queue SET status = CASE WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, "
+        "next_attempt_at = " TS("$2") " WHERE id = $1 AND status = 'in_flight'",
+    [PG_HEALTH_SAVE] =
+        "INSERT INTO endpoint_health (endpoint_id, endpoint_url, state, consecutive_failures, failure_threshold, "
+        "last_failure_at, last_success_at, opened_at, cooldown_ms, slow_since, ring_next, concurrency_limit, "
+        "failing_since) VALUES ($1, $2, $3, $4, $5, " TS("$6") ", " TS("$7") ", " TS("$8") ", $9, " TS("$10")
+        ", $11, $12, " TS("$13") ") ON CONFLICT (endpoint_id) DO UPDATE SET "
+        "endpoint_url = excluded.endpoint_url, state = excluded.state, "
+        "consecutive_failures = excluded.consecutive_failures, failure_threshold = excluded.failure_threshold, "
+        "last_failure_at = excluded.last_failure_at, last_success_at = excluded.last_success_at, "
+        "opened_at = excluded.opened_at, cooldown_ms = excluded.cooldown_ms, slow_since = excluded.slow_since, "
+        "ring_next = excluded.ring_next, concurrency_limit = excluded.concurrency_limit, "
+        "failing_since = excluded.failing_since",
+    [PG_ROLLUP_SAVE] =
+        "UPDATE endpoint_health SET p50_ms = $2, p95_ms = $3, p99_ms = $4, sample_count = $5, "
+        "rolled_up_at = " TS("$6") " WHERE endpoint_id = $1",
+    [PG_HISTORY_ADD] =
+        "INSERT INTO endpoint_history AS h (endpoint_id, bucket_at, delivered, failed, breaker_opens) "
+        "VALUES ($1, " TS("$2") ", $3, $4, $5) ON CONFLICT (endpoint_id, bucket_at) DO UPDATE SET "
+        "delivered = h.delivered + excluded.delivered, failed = h.failed + excluded.failed, "
+        "breaker_opens = h.breaker_opens + excluded.breaker_opens",
+    [PG_HISTORY_LATENCY] =
+        "INSERT INTO endpoint_history (endpoint_id, bucket_at, p50_ms, p95_ms, p99_ms, sample_count) "
+        "VALUES ($1, " TS("$2") ", $3, $4, $5, $6) ON CONFLICT (endpoint_id, bucket_at) DO UPDATE SET "
+        "p50_ms = excluded.p50_ms, p95_ms = excluded.p95_ms, p99_ms = excluded.p99_ms, "
+        "sample_count = excluded.sample_count",
+    /* retention in bounded chunks; the attempt log goes by ON DELETE CASCADE */
+    [PG_EXPIRE_DELIVERED] =
+        "DELETE FROM hookd_queue WHERE id IN (SELECT id FROM hookd_queue WHERE status = 'delivered' "
+        "AND delivered_at < " TS("$1") " LIMIT $2)",
+    [PG_EXPIRE_DEAD] =
+        "DELETE FROM hookd_queue WHERE id IN (SELECT id FROM hookd_queue WHERE status = 'dead_letter' "
+        "AND created_at < " TS("$1") " LIMIT $2)",
+    [PG_EXPIRE_HISTORY] =
+        "DELETE FROM endpoint_history WHERE (endpoint_id, bucket_at) IN (SELECT endpoint_id, bucket_at "
+        "FROM endpoint_history WHERE bucket_at < " TS("$1") " LIMIT $2)",
+    [PG_EP_FIND] = "SELECT id FROM endpoints WHERE name = $1",
+    [PG_EP_PUT] =
+        "INSERT INTO endpoints (name, url, secrets, headers, event_types, settings, source, paused, created_at, "
+        "updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, " TS("$9") ", " TS("$9") ") "
+        "ON CONFLICT (name) DO UPDATE SET url = excluded.url, secrets = excluded.secrets, "
+        "headers = excluded.headers, event_types = excluded.event_types, settings = excluded.settings, "
+        "source = excluded.source, updated_at = excluded.updated_at RETURNING id",
+    [PG_EP_PAUSE] =
+        "UPDATE endpoints SET paused = $2, updated_at = " TS("$3") ", pause_reason = $4 WHERE id = $1",
+    /* its undelivered rows become dead letters; the rest of it goes */
+    [PG_EP_DELETE] =
+        "WITH d AS (UPDATE hookd_queue SET status = 'dead_letter', last_error = 'endpoint deleted', "
+        "last_error_class = 'endpoint_deleted', next_attempt_at = " TS("$2") " "
+        "WHERE endpoint_id = $1 AND status IN ('pending', 'failed', 'in_flight') RETURNING 1), "
+        "e AS (DELETE FROM endpoints WHERE id = $1), "
+        "h AS (DELETE FROM endpoint_health WHERE endpoint_id = $1), "
+        "r AS (DELETE FROM endpoint_latency WHERE endpoint_id = $1), "
+        "y AS (DELETE FROM endpoint_history WHERE endpoint_id = $1) "
+        "SELECT count(*) FROM d",
+    [PG_RING_TRIM] = "DELETE FROM endpoint_latency WHERE slot >= $1",
+    [PG_IMPORT] =
+        "INSERT INTO hookd_queue (endpoint_id, event_id, event_type, payload, status, attempt_count, "
+        "max_attempts, created_at, next_attempt_at, last_error, last_error_class, last_status_code, "
+        "last_response_ms, ordering_key) VALUES ($1, $2, $3, $4, $5, $6, $7, " TS("$8") ", " TS("$9") ", "
+        "$10, $11, $12, $13, $14) ON CONFLICT (endpoint_id, event_id) DO NOTHING",
+    [PG_RECOVER] =
+        "UPDATE hookd_queue SET status = CASE WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, "
+        "next_attempt_at = " TS("$1") " WHERE status = 'in_flight'",
+
+    /* ---- reader ---- */
+    /* each count from its partial index; $1 = an hour ago */
+    [PG_STATS] =
+        "SELECT (SELECT count(*) FROM hookd_queue WHERE status IN ('pending', 'failed') AND status = 'pending'), "
+        "(SELECT count(*) FROM hookd_queue WHERE status IN ('pending', 'failed') AND status = 'failed'), "
+        "(SELECT count(*) FROM hookd_queue WHERE status = 'in_flight'), "
+        "(SELECT count(*) FROM hookd_queue WHERE status = 'dead_letter'), "
+        "CASE WHEN $2::int = 1 THEN (SELECT count(*) FROM hookd_queue WHERE status = 'delivered') END, "
+        "d.n, d.avg, "
+        "(SELECT count(*) FROM hookd_queue WHERE status IN ('pending', 'failed') AND status = 'failed' "
+        "AND created_at >= " TS("$1") ") + (SELECT count(*) FROM hookd_queue WHERE status = 'dead_letter' "
+        "AND created_at >= " TS("$1") "), "
+        "(SELECT " MS("min(created_at)") " FROM hookd_queue WHERE status IN ('pending', 'failed')) "
+        "FROM (SELECT count(*) AS n, avg(last_response_ms)::float8 AS avg FROM hookd_queue "
+        "WHERE status = 'delivered' AND delivered_at >= " TS("$1") ") d",
+    [PG_GET] =
+        "SELECT q.id, e.name, q.endpoint_id, q.event_id, q.event_type, q.status, q.attempt_count, "
+        "q.max_attempts, " MS("q.created_at") ", " MS("q.next_attempt_at") ", " MS("q.claimed_at") ", "
+        MS("q.delivered_at") ", q.last_error, q.last_status_code, q.last_response_ms, octet_length(q.payload), "
+        "q.last_error_class FROM hookd_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE q.id = $1",
+    [PG_GET_ATTEMPTS] =
+        "SELECT " MS("at") ", response_ms, status_code, error_class, detail, method, url, response "
+        "FROM delivery_attempts WHERE message_id = $1 ORDER BY attempt LIMIT $2",
+    /* secrets are counted and header values cut off by PostgreSQL: they
+     * never reach the reader's memory. $1 = 0: no queue counts. */
+    [PG_EP_LIST] =
+        "SELECT e.id, e.name, e.url, e.source, e.paused, e.event_types, "
+        "CASE WHEN json_typeof(e.secrets::json) = 'array' THEN json_array_length(e.secrets::json) ELSE 0 END, "
+        "CASE WHEN json_typeof(e.headers::json) = 'array' THEN (SELECT coalesce(json_agg(trim(CASE "
+        "WHEN strpos(v, ':') > 0 THEN substr(v, 1, strpos(v, ':') - 1) ELSE '' END)), '[]')::text "
+        "FROM json_array_elements_text(e.headers::json) v) ELSE '[]' END, "
+        "CASE WHEN json_typeof(e.settings::json) = 'object' THEN e.settings ELSE '{}' END, "
+        PG_HEALTH_COLS ", "
+        "coalesce(c.pending, 0), coalesce(c.failed, 0), coalesce(c.in_flight, 0), coalesce(c.delivered, 0), "
+        "coalesce(c.dead, 0), e.pause_reason, " MS("c.oldest") " "
+        "FROM endpoints e LEFT JOIN endpoint_health h ON h.endpoint_id = e.id "
+        "LEFT JOIN (SELECT endpoint_id, count(*) FILTER (WHERE status = 'pending') AS pending, "
+        "  count(*) FILTER (WHERE status = 'failed') AS failed, "
+        "  count(*) FILTER (WHERE status = 'in_flight') AS in_flight, "
+        "  count(*) FILTER (WHERE status = 'delivered') AS delivered, "
+        "  count(*) FILTER (WHERE status = 'dead_letter') AS dead, "
+        "  min(created_at) FILTER (WHERE status IN ('pending', 'failed')) AS oldest "
+        "  FROM hookd_queue WHERE $1::int = 1 GROUP BY endpoint_id) c "
+        "ON c.endpoint_id = e.id ORDER BY e.name COLLATE \"C\"",
+    /* the seed's analyze_dead_letters, grouped by the stable error class;
+     * the most frequent value, ties to the smallest, as mode() picks it */
+    [PG_DEAD_LETTERS] =
+        "WITH d AS MATERIALIZED (SELECT id, endpoint_id, last_error, last_error_class, last_status_code, "
+        "  created_at, attempt_count FROM hookd_queue WHERE status = 'dead_letter' AND created_at >= " TS("$1") "), "
+        "agg AS (SELECT endpoint_id, count(*) AS n, min(created_at) AS first_dead, "
+        "  max(created_at) AS last_dead, avg(attempt_count) AS att FROM d GROUP BY endpoint_id), "
+        "err AS (SELECT endpoint_id, last_error_class AS v, row_number() OVER (PARTITION BY endpoint_id "
+        "  ORDER BY count(*) DESC, last_error_class COLLATE \"C\") AS rn FROM d "
+        "  WHERE last_error_class IS NOT NULL GROUP BY endpoint_id, last_error_class), "
+        "sc AS (SELECT endpoint_id, last_status_code AS v, row_number() OVER (PARTITION BY endpoint_id "
+        "  ORDER BY count(*) DESC, last_status_code) AS rn FROM d WHERE last_status_code IS NOT NULL "
+        "  GROUP BY endpoint_id, last_status_code) "
+        "SELECT a.endpoint_id, e.name, a.n, err.v, "
+        "  (SELECT d2.last_error FROM d d2 WHERE d2.endpoint_id = a.endpoint_id "
+        "   AND d2.last_error_class = err.v ORDER BY d2.id DESC LIMIT 1), "
+        "  sc.v, " MS("a.first_dead") ", " MS("a.last_dead") ", CAST(round(a.att) AS bigint) "
+        "FROM agg a LEFT JOIN endpoints e ON e.id = a.endpoint_id "
+        "LEFT JOIN err ON err.endpoint_id = a.endpoint_id AND err.rn = 1 "
+        "LEFT JOIN sc ON sc.endpoint_id = a.endpoint_id AND sc.rn = 1 "
+        "ORDER BY a.n DESC, a.endpoint_id LIMIT $2",
+    [PG_SLOW] =
+        "SELECT e.id, e.name, e.url, " PG_HEALTH_COLS " "
+        "FROM endpoint_health h JOIN endpoints e ON e.id = h.endpoint_id "
+        "WHERE h.p95_ms > $1 AND h.sample_count >= $2 ORDER BY h.p95_ms DESC, e.name COLLATE \"C\"",
+    [PG_LATENCY] =
+        "SELECT response_ms FROM endpoint_latency WHERE endpoint_id = $1 AND measured_at >= " TS("$2") " "
+        "AND measured_at < " TS("$3"),
+    [PG_HISTORY] =
+        "SELECT endpoint_id, " MS("bucket_at") ", delivered, failed, breaker_opens, p50_ms, p95_ms, p99_ms, "
+        "sample_count FROM endpoint_history WHERE bucket_at >= " TS("$1") " ORDER BY endpoint_id, bucket_at",
+    [PG_DEAD_CLASSES] =
+        "SELECT coalesce(last_error_class, 'unknown') AS c, count(*) AS n FROM hookd_queue "
+        "WHERE status = 'dead_letter' AND created_at >= " TS("$1") " GROUP BY 1 ORDER BY count(*) DESC, coalesce(last_error_class, 'unknown') COLLATE \"C\"",
+    [PG_EXPORT] =
+        "SELECT endpoint_id, event_id, event_type, payload, status, attempt_count, max_attempts, "
+        MS("created_at") ", " MS("next_attempt_at") ", last_error, last_error_class, last_status_code, "
+        "last_response_ms, ordering_key FROM hookd_queue "
+        "WHERE status IN ('pending', 'failed', 'in_flight', 'dead_letter') ORDER BY id",
+};
+
+/* ---- parameters ---- */
+
+void pg_p_init(struct pg_params *p)
+{
+    p->n = 0;
+}
+
+static int slot(struct pg_params *p)
+{
+    /* the statements above use at most PG_MAXP: a bug, not input */
+    return p->n < PG_MAXP ? p->n++ : PG_MAXP - 1;
+}
+
+void pg_p_i64(struct pg_params *p, int64_t v)
+{
+    int i = slot(p);
+
+    snprintf(p->buf[i], sizeof p->buf[i], "%lld", (long long)v);
+    p->v[i] = p->buf[i];
+    p->len[i] = 0;
+    p->fmt[i] = 0;
+}
+
+void pg_p_null(struct pg_params *p)
+{
+    int i = slot(p);
+
+    p->v[i] = NULL;
+    p->len[i] = 0;
+    p->fmt[i] = 0;
+}
+
+void pg_p_pos(struct pg_params *p, int64_t v)
+{
+    if (v > 0)
+        pg_p_i64(p, v);
+    else
+        pg_p_null(p);
+}
+
+void pg_p_time(struct pg_params *p, int64_t ms)
+{
+    const int64_t lo = -62135596800000LL, hi = 253402300799999LL;   /* 0001-01-01, 9999-12-31 */
+
+    pg_p_i64(p, ms < lo ? lo : ms > hi ? hi : ms);
+}
+
+void pg_p_text(struct pg_params *p, const char *s)
+{
+    int i;
+
+    if (!s || !*s) {
+        pg_p_null(p);
+        return;
+    }
+    i = slot(p);
+    p->v[i] = s;
+    p->len[i] = 0;
+    p->fmt[i] = 0;
+}
+
+void pg_p_latency(struct pg_params *p, int has, int64_t p50, int64_t p95, int64_t p99)
+{
+    if (has) {
+        pg_p_i64(p, p50);
+        pg_p_i64(p, p95);
+        pg_p_i64(p, p99);
+    } else {
+        pg_p_null(p);
+        pg_p_null(p);
+        pg_p_null(p);
+    }
+}
+
+void pg_p_bytes(struct pg_params *p, const char *b, size_t n)
+{
+    int i = slot(p);
+
+    p->v[i] = b ? b : "";
+    p->len[i] = (int)n;
+    p->fmt[i] = 1;
+}
+
+/* ---- columns ---- */
+
+int pg_isnull(const PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col);
+}
+
+int64_t pg_i64(const PGresult *r, int row, int col, int64_t null_value)
+{
+    const unsigned char *b;
+    uint64_t v = 0;
+    int i, len;
+
+    if (PQgetisnull(r, row, col))
+        return null_value;
+    if (PQfformat(r, col) == 0)
+        return strtoll(PQgetvalue(r, row, col), NULL, 10);
+    /* binary: int2, int4 or int8, big-endian, sign-extended */
+    b = (const unsigned char *)PQgetvalue(r, row, col);
+    len = PQgetlength(r, row, col);
+    for (i = 0; i < len && i < 8; i++)
+        v = (v << 8) | b[i];
+    if (len == 4)
+        return (int64_t)(int32_t)(uint32_t)v;
+    if (len == 2)
+        return (int64_t)(int16_t)(uint16_t)v;
+    return (int64_t)v;
+}
+
+double pg_f64(const PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? 0 : strtod(PQgetvalue(r, row, col), NULL);
+}
+
+const char *pg_str(const PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
+}
+
+int64_t pg_changed(const PGresult *r)
+{
+    const char *s = PQcmdTuples((PGresult *)r);
+
+    return s && *s ? strtoll(s, NULL, 10) : 0;
+}
+
+const char *pg_health_select(void)
+{
+    return "SELECT h.endpoint_id, h.endpoint_url, " PG_HEALTH_COLS " FROM endpoint_health h";
+}
+
+void pg_health_cols(const PGresult *r, int row, int first, struct store_health *h)
+{
+    enum breaker_state bs = BREAKER_CLOSED;
+
+    /* an unreadable state fails safe: open */
+    if (breaker_state_parse(pg_str(r, row, first), &bs) < 0)
+        bs = BREAKER_OPEN;
+    h->state = (int)bs;
+    h->consecutive_failures = pg_i64(r, row, first + 1, 0);
+    h->failure_threshold = pg_i64(r, row, first + 2, 0);
+    h->last_failure_at = pg_i64(r, row, first + 3, 0);
+    h->last_success_at = pg_i64(r, row, first + 4, 0);
+    h->opened_at = pg_i64(r, row, first + 5, 0);
+    h->cooldown_ms = pg_i64(r, row, first + 6, 0);
+    h->slow_since = pg_i64(r, row, first + 7, 0);
+    h->has_latency = !pg_isnull(r, row, first + 9);
+    h->p50_ms = pg_i64(r, row, first + 8, 0);
+    h->p95_ms = pg_i64(r, row, first + 9, 0);
+    h->p99_ms = pg_i64(r, row, first + 10, 0);
+    h->sample_count = pg_i64(r, row, first + 11, 0);
+    h->ring_next = pg_i64(r, row, first + 12, 0);
+    h->concurrency_limit = pg_i64(r, row, first + 13, 0);
+    h->failing_since = pg_i64(r, row, first + 14, 0);
+}

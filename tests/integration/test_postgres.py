@@ -1,0 +1,323 @@
+"""hookd on PostgreSQL ([storage] backend = postgres), one node.
+
+A private, throwaway cluster per test module (tests/pg/cluster.sh: initdb
+into a temp directory, Unix socket only) and a database per test:
+
+- deliveries end to end, and kill -9 after acknowledgements loses nothing;
+- the seed design's own read queries (the one-row health summary,
+  analyze_dead_letters, get_slow_endpoints), copied from the article,
+  run unchanged against hookd's database and give the right answers;
+- a second node on the same database is refused (one node for now);
+- the database going away: enqueues answer storage_unavailable, hookd
+  keeps running, reconnects, and delivers what it had acknowledged;
+- a queue moved from SQLite to PostgreSQL with export/import arrives
+  whole, delivered once, bytes intact;
+- configuration: postgres without conninfo is refused, a password in the
+  conninfo is never printed.
+"""
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import ROOT, SECRET_A, Reply, error_code, verify_signature, wait_until
+
+CLUSTER = str(ROOT / "tests" / "pg" / "cluster.sh")
+
+
+class Cluster:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="hookd-pg.")
+        self.conninfo = None
+        self.n = 0
+
+    def start(self):
+        out = subprocess.run([CLUSTER, "start", self.dir], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        self.conninfo = out.stdout.strip()
+
+    def pg_ctl(self, action):
+        bindir = subprocess.run("ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1", shell=True,
+                                capture_output=True, text=True).stdout.strip()
+        cmd = [bindir + "/pg_ctl", "-D", self.dir + "/data", "-w", "-l", self.dir + "/server.log",
+               "-o", "-k %s -c listen_addresses= -c fsync=off" % self.dir, action]
+        if os.getuid() == 0:
+            cmd = ["runuser", "-u", "postgres", "--"] + cmd
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+
+    def stop(self):
+        subprocess.run([CLUSTER, "stop", self.dir], capture_output=True, timeout=120)
+
+    def new_db(self, name):
+        self.psql("postgres", "CREATE DATABASE %s" % name)
+        return self.conninfo.replace("dbname=postgres", "dbname=%s" % name)
+
+    def psql(self, db, sql):
+        ci = self.conninfo.replace("dbname=postgres", "dbname=%s" % db)
+        out = subprocess.run(["psql", ci, "-AtX", "-F", "|", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, "psql: %s\n%s" % (sql, out.stderr)
+        return [line.split("|") for line in out.stdout.splitlines()]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster()
+    c.start()
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def pgdb(cluster, request):
+    """A fresh database; returns (conninfo, sql) with sql(query) -> rows."""
+    cluster.n += 1
+    name = "t%d_%d" % (os.getpid(), cluster.n)
+    ci = cluster.new_db(name)
+    return ci, (lambda q: cluster.psql(name, q))
+
+
+def pg_sections(conninfo, extra=None):
+    s = {"storage": {"backend": "postgres"}, "postgres": {"conninfo": conninfo}}
+    for k, v in (extra or {}).items():
+        s.setdefault(k, {}).update(v)
+    return s
+
+
+def test_delivers_and_kill9_loses_nothing(hookd, receiver, pgdb):
+    ci, sql = pgdb
+    rcv = receiver(200)
+    d = hookd(endpoints={"a": {"url": rcv.url("/a"), "secret": SECRET_A}}, sections=pg_sections(ci))
+    acked = []
+    with d.client() as c:
+        reqs = [{"op": "enqueue", "endpoint": "a", "event_id": "e%d" % i, "payload": {"i": i, "click": "c%d" % i}}
+                for i in range(300)]
+        for req, rep in zip(reqs, c.pipeline(reqs)):
+            assert rep.get("ok") is True, rep
+            acked.append(req["event_id"])
+    d.kill()   # right after the last acknowledgement
+    stored = {r[0] for r in sql("SELECT event_id FROM webhook_queue")}
+    assert set(acked) <= stored, "acknowledged but not stored: %s" % sorted(set(acked) - stored)[:5]
+    d.start()
+    wait_until(lambda: set(acked) <= set(rcv.event_ids()), 30, msg="all 300 delivered after the restart")
+    d.idle()
+    # signed as with SQLite, body bytes as enqueued
+    r = rcv.snapshot()[0]
+    assert verify_signature(SECRET_A, r.headers, r.body)
+    rows = dict((k, int(v)) for k, v in sql("SELECT status, count(*) FROM webhook_queue GROUP BY status"))
+    assert rows == {"delivered": 300}, rows
+    s = d.stats()
+    assert s["pending"] == 0 and s["dead_letter"] == 0, s
+
+
+# The seed design's read queries, as the article writes them (its Python
+# passes the numbers as parameters; here they are written in).
+SEED_HEALTH_SUMMARY = """
+SELECT
+    -- Queue depth
+    COUNT(*) FILTER (WHERE status = 'pending') AS pending,
+    COUNT(*) FILTER (WHERE status = 'failed') AS awaiting_retry,
+    COUNT(*) FILTER (WHERE status = 'in_flight') AS in_flight,
+    COUNT(*) FILTER (WHERE status = 'dead_letter') AS dead_letter,
+
+    -- Delivery rate (last hour)
+    COUNT(*) FILTER (
+        WHERE status = 'delivered'
+        AND delivered_at >= NOW() - INTERVAL '1 hour'
+    ) AS delivered_last_hour,
+
+    -- Failure rate (last hour)
+    COUNT(*) FILTER (
+        WHERE status IN ('failed', 'dead_letter')
+        AND created_at >= NOW() - INTERVAL '1 hour'
+    ) AS failed_last_hour,
+
+    -- Oldest undelivered
+    MIN(created_at) FILTER (
+        WHERE status IN ('pending', 'failed')
+    ) AS oldest_pending,
+
+    -- Average delivery latency (last hour, successful only)
+    AVG(last_response_ms) FILTER (
+        WHERE status = 'delivered'
+        AND delivered_at >= NOW() - INTERVAL '1 hour'
+    ) AS avg_delivery_ms_last_hour
+
+FROM webhook_queue;
+"""
+
+SEED_DEAD_LETTERS = """
+        SELECT
+            endpoint_id,
+            endpoint_url,
+            COUNT(*) AS dead_count,
+
+            -- Most common error
+            MODE() WITHIN GROUP (ORDER BY last_error) AS primary_error,
+
+            -- Most common status code
+            MODE() WITHIN GROUP (ORDER BY last_status_code)
+                AS primary_status_code,
+
+            -- Timing
+            MIN(created_at) AS first_dead,
+            MAX(created_at) AS last_dead,
+
+            -- Average attempts before giving up
+            AVG(attempt_count)::INTEGER AS avg_attempts
+
+        FROM webhook_queue
+        WHERE status = 'dead_letter'
+          AND created_at >= NOW() - INTERVAL '24 hours'
+        GROUP BY endpoint_id, endpoint_url
+        ORDER BY dead_count DESC
+        LIMIT 20
+"""
+
+SEED_SLOW = """
+        SELECT endpoint_id, endpoint_url,
+               p50_ms, p95_ms, p99_ms, sample_count,
+               state, consecutive_failures
+        FROM endpoint_health
+        WHERE p95_ms > %d
+          AND sample_count >= 20  -- need sufficient samples
+        ORDER BY p95_ms DESC
+"""
+
+
+def test_seed_queries_run_unchanged(hookd, receiver, pgdb):
+    ci, sql = pgdb
+    rcv = receiver(200)
+    rcv.set(Reply(500), "/dead")
+    d = hookd(endpoints={"ok": {"url": rcv.url("/ok")},
+                         "dead": {"url": rcv.url("/dead"), "max_attempts": 2}},
+              sections=pg_sections(ci, {"latency": {"rollup_interval": "1s"}}))
+    with d.client() as c:
+        for i in range(30):
+            assert c.enqueue("ok", {"i": i}, event_id="o%d" % i)["ok"] is True
+        for i in range(4):
+            assert c.enqueue("dead", {"i": i}, event_id="d%d" % i)["ok"] is True
+    wait_until(lambda: d.stats()["dead_letter"] == 4 and rcv.count("/ok") >= 30, 20, msg="30 delivered, 4 dead")
+    d.idle()
+
+    (row,) = sql(SEED_HEALTH_SUMMARY)
+    pending, retry, in_flight, dead, delivered_hour, failed_hour, oldest, avg_ms = row
+    assert (pending, retry, in_flight, dead) == ("0", "0", "0", "4"), row
+    assert delivered_hour == "30" and failed_hour == "4", row
+    assert oldest == "" and float(avg_ms) >= 0, row
+
+    groups = sql(SEED_DEAD_LETTERS)
+    assert len(groups) == 1, groups
+    ep_id, url, count, primary_error, primary_status, first, last, avg_attempts = groups[0]
+    assert url == rcv.url("/dead") and count == "4" and primary_status == "500" and avg_attempts == "2", groups
+    assert primary_error, groups
+    assert first <= last
+
+    # the rollup fills p50/p95/p99 and sample_count as the seed's does
+    wait_until(lambda: sql("SELECT sample_count FROM endpoint_health h JOIN endpoints e ON e.id = h.endpoint_id "
+                           "WHERE e.name = 'ok'") == [["30"]], 15, msg="rollup of 30 samples")
+    slow = sql(SEED_SLOW % -1)
+    assert [r[1] for r in slow] == [rcv.url("/ok")], slow
+    assert sql(SEED_SLOW % 2000) == []
+    # the seed's percentile query reads the latency ring
+    (p,) = sql("SELECT COUNT(*), percentile_cont(0.50) WITHIN GROUP (ORDER BY response_ms) FROM endpoint_latency "
+               "WHERE endpoint_id = %s AND measured_at >= NOW() - INTERVAL '24 hours'" % slow[0][0])
+    assert p[0] == "30", p
+
+
+def test_second_node_refused(hookd, pgdb):
+    ci, _ = pgdb
+    hookd(name="one", sections=pg_sections(ci))
+    two = hookd(name="two", sections=pg_sections(ci), start=False)
+    two.start(wait=False)
+    rc = two.proc.wait(30)
+    assert rc != 0
+    assert "another hookd node writes to this database" in two.log(), two.log()[-2000:]
+
+
+def test_database_restart_answers_unavailable_then_recovers(hookd, receiver, tmp_path):
+    own = Cluster()   # this test stops its server: not the shared one
+    try:
+        own.start()
+        ci = own.new_db("blink")
+        rcv = receiver(200)
+        d = hookd(endpoints={"a": {"url": rcv.url("/a")}}, sections=pg_sections(ci))
+        with d.client() as c:
+            for i in range(20):
+                assert c.enqueue("a", {"i": i}, event_id="before%d" % i)["ok"] is True
+        wait_until(lambda: rcv.count() >= 20, 15, msg="first 20 delivered")
+        own.pg_ctl("stop")
+        with d.client() as c:
+            r = c.enqueue("a", {"i": -1}, event_id="while-down")
+        assert r.get("ok") is not True and error_code(r) == "storage_unavailable", r
+        assert d.running, "hookd must not exit because the database went away"
+        own.pg_ctl("start")
+        acked = []
+
+        def enqueue_ok():
+            with d.client() as c:
+                r = c.enqueue("a", {"i": 99}, event_id="after")
+            return r.get("ok") is True
+
+        wait_until(enqueue_ok, 20, msg="enqueue accepted again after the restart")
+        with d.client() as c:
+            for i in range(20):
+                r = c.enqueue("a", {"i": i}, event_id="later%d" % i)
+                assert r["ok"] is True, r
+                acked.append("later%d" % i)
+        wait_until(lambda: set(acked + ["after"]) <= set(rcv.event_ids()), 20, msg="delivered after reconnecting")
+        assert "while-down" not in rcv.event_ids()
+        assert "pg_reconnected" in d.log()
+    finally:
+        own.stop()
+
+
+def test_queue_moves_from_sqlite_to_postgres(hookd, receiver, pgdb, tmp_path):
+    ci, sql = pgdb
+    rcv = receiver(200)
+    # paused: everything waits, due now
+    src = hookd(name="src", endpoints={"a": {"url": rcv.url("/a"), "secret": SECRET_A, "paused": "yes"}})
+    bodies = {}
+    with src.client() as c:
+        for i in range(50):
+            body = '{"z":%d, "a":"caf\\u00e9 \u00e9", "k":[3,1]}' % i
+            c.send_line('{"op":"enqueue","endpoint":"a","event_id":"m%d","payload":%s}' % (i, body))
+            assert c.recv_json()["ok"] is True
+            bodies["m%d" % i] = body.encode()
+    src.stop()
+    f = tmp_path / "queue.ndjson"
+    out = src.cli("export", f)
+    assert out.returncode == 0, out.stderr
+
+    dst = hookd(name="dst", endpoints={"a": {"url": rcv.url("/a"), "secret": SECRET_A}},
+                sections=pg_sections(ci), start=False)
+    out = dst.cli("import", f)
+    assert out.returncode == 0, out.stderr
+    again = dst.cli("import", f)
+    assert again.returncode == 0, again.stderr
+    assert sql("SELECT count(*) FROM hookd_queue") == [["50"]]
+    dst.start()
+    wait_until(lambda: rcv.count() >= 50, 20, msg="50 moved messages delivered")
+    dst.idle()
+    got = {r.event_id: r for r in rcv.snapshot()}
+    assert len(rcv.snapshot()) == 50 and set(got) == set(bodies)
+    for eid, r in got.items():
+        assert r.body == bodies[eid], eid
+        assert verify_signature(SECRET_A, r.headers, r.body)
+
+
+def test_config_needs_conninfo_and_hides_password(hookd, tmp_path):
+    d = hookd(sections={"storage": {"backend": "postgres"}}, start=False)
+    out = d.cli("check-config")
+    assert out.returncode != 0 and "needs [postgres] conninfo" in out.stderr + out.stdout
+    d.write_config(dict(d.sections, postgres={"conninfo": "host=/nowhere user=x password=Sup3rS3cret dbname=y"}))
+    out = d.cli("check-config")   # prints the configuration, then tries it
+    assert out.returncode != 0 and "cannot be reached" in out.stderr, out.stderr
+    assert "password=***" in out.stdout and "Sup3rS3cret" not in out.stdout + out.stderr
+    d.write_config(dict(d.sections, postgres={"conninfo": "postgresql://u:Sup3rS3cret@/db?host=/nowhere"}))
+    d.start(wait=False)
+    assert d.proc.wait(30) != 0
+    assert "Sup3rS3cret" not in d.log()
+    assert "postgres" in d.log()
