@@ -102,10 +102,10 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 # Build and test packages; `deps` installs only what is missing.
 DEB_BUILD_DEPS := gcc make libc6-dev pkg-config libsqlite3-dev libcurl4-openssl-dev \
                   libmbedtls-dev libcjson-dev libinih-dev libncurses-dev libpq-dev
-DEB_TEST_DEPS  := postgresql libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus php-cli nodejs chromium python3-pytest-xdist
+DEB_TEST_DEPS  := postgresql python3-psycopg2 libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus php-cli nodejs chromium python3-pytest-xdist
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all deps run test unit integration asan tsan clean bench check-deps
+.PHONY: all deps run test unit integration integration-pg asan tsan clean bench check-deps
 .DEFAULT_GOAL := all
 
 all: $(HOOKD)
@@ -181,6 +181,13 @@ integration: $(HOOKD)
 	HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x $(XDIST) -m 'not serial' tests/integration $(PYTEST_ARGS)
 	HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x -m serial tests/integration $(PYTEST_ARGS)
 
+# The core, delivery and health suites again with hookd on PostgreSQL
+# (a private cluster per test process, a database per daemon; conftest.py).
+PG_SUITES := tests/integration/test_core.py tests/integration/test_delivery.py tests/integration/test_health.py
+integration-pg: $(HOOKD)
+	HOOKD_TEST_BACKEND=postgres HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x $(XDIST) -m 'not serial' $(PG_SUITES) $(PYTEST_ARGS)
+	HOOKD_TEST_BACKEND=postgres HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x -m serial $(PG_SUITES) $(PYTEST_ARGS)
+
 # Builds use every core (the tests themselves run one suite at a time).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test: deps
@@ -188,12 +195,13 @@ test: deps
 	$(MAKE) -j$(JOBS) unit
 	$(MAKE) -j$(JOBS) fuzz-regress
 	$(MAKE) integration
+	$(if $(filter 1,$(WITH_PG)),$(MAKE) integration-pg)
 
 asan: deps
 	LSAN_OPTIONS="suppressions=$(CURDIR)/tests/lsan.supp $(LSAN_OPTIONS)" \
 	  $(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-	  all unit integration
+	  all unit integration $(if $(filter 1,$(WITH_PG)),integration-pg)
 
 # ThreadSanitizer over the same suites. TSAN_OPTIONS: halt_on_error makes
 # a race fail the test that provoked it; second_deadlock_stack helps read
@@ -203,7 +211,8 @@ asan: deps
 tsan: deps
 	$(MAKE) BUILD=build-tsan OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=thread" all unit
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 report_thread_leaks=0 $(TSAN_OPTIONS)" \
-	  $(MAKE) BUILD=build-tsan OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=thread" integration
+	  $(MAKE) BUILD=build-tsan OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=thread" integration \
+	  $(if $(filter 1,$(WITH_PG)),integration-pg)
 
 run: deps all
 	@mkdir -p var

@@ -20,7 +20,7 @@ BUILD=${STATIC_BUILD:-build/static}
 MAKE=${MAKE:-make}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 # Bump when the way a dependency is built changes: forces a rebuild of the prefix.
-RECIPE=3
+RECIPE=4
 PREFIX=$CACHE/prefix
 SRC=$CACHE/src
 DL=$CACHE/dl
@@ -92,8 +92,8 @@ apt_src() { # dir apt-args...
 }
 
 apt_updated=""
-fetch() { # source-package [suite]: downloads into $DL/<pkg>/, sets $dsc
-    pkg=$1 suite=${2:-bookworm}
+fetch() { # source-package [suite [version]]: downloads into $DL/<pkg>/, sets $dsc
+    pkg=$1 suite=${2:-bookworm} ver=${3:-}
     d=$DL/$pkg
     dsc=$(ls "$d"/*.dsc 2>/dev/null | head -n 1 || true)
     if [ -n "$dsc" ] && [ -f "$d/.complete" ]; then return 0; fi
@@ -107,10 +107,18 @@ fetch() { # source-package [suite]: downloads into $DL/<pkg>/, sets $dsc
        apt_updated="$apt_updated $suite" ;;
     esac
     say "downloading source package $pkg ($suite)"
-    (cd "$d" && apt_src "$adir" source --download-only "$pkg") >&2 || return 1
+    (cd "$d" && apt_src "$adir" source --download-only "$pkg${ver:+=$ver}") >&2 || return 1
     dsc=$(ls "$d"/*.dsc 2>/dev/null | head -n 1 || true)
     [ -n "$dsc" ] || return 1
     touch "$d/.complete"
+}
+
+main_pool_version() { # source-package: its version in bookworm's main pool
+    adir=$CACHE/apt-bookworm
+    apt-cache -o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$adir/parts" \
+        -o Dir::State::Lists="$adir/lists" -o Dir::Cache="$adir/cache" \
+        -o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null showsrc "$1" 2>/dev/null |
+        awk '/^Version:/ { v = $2 } /^Directory: pool\/main\// { print v; exit }'
 }
 
 unpack() { # source-package -> $SRC/<pkg> with Debian's patches applied; sets $srcdir
@@ -130,13 +138,21 @@ get_sources() {
     for p in mbedtls curl sqlite3 cjson ncurses; do
         fetch "$p" || die "could not download the Debian source package $p"
     done
+    # the security pool's newest postgresql-15 source has answered 404;
+    # the point release of bookworm's main pool is the fallback
+    if ! fetch postgresql-15; then
+        say "newest postgresql-15 source not downloadable; falling back to bookworm's main pool"
+        v=$(main_pool_version postgresql-15)
+        [ -n "$v" ] || die "postgresql-15: no version in bookworm's main pool"
+        fetch postgresql-15 bookworm "$v" || die "could not download postgresql-15 $v"
+    fi
     # bookworm's libinih orig tarball has answered 404; trixie's libinih
     # (same C API) is the fallback.
     if ! fetch libinih bookworm; then
         say "bookworm libinih not downloadable; falling back to trixie's"
         fetch libinih trixie || die "could not download libinih (bookworm or trixie)"
     fi
-    for p in mbedtls curl sqlite3 cjson libinih ncurses; do unpack "$p"; done
+    for p in mbedtls curl sqlite3 cjson libinih ncurses postgresql-15; do unpack "$p"; done
 }
 
 # ---------------------------------------------------------------- builds
@@ -259,6 +275,29 @@ build_ncurses() {
     [ -f "$PREFIX/lib/libncursesw.a" ] || die "ncurses: libncursesw.a not installed"
 }
 
+# libpq only (the PostgreSQL backend), with the two internal libraries it
+# needs. Without OpenSSL: hookd's TLS is mbedTLS, which libpq cannot use,
+# so the packaged binary talks to PostgreSQL without TLS (sslmode=disable
+# or prefer; README "Scaling past one box" says what that means).
+build_libpq() {
+    cd "$SRC/postgresql-15"
+    rm -rf build-musl; mkdir build-musl; cd build-musl
+    ../configure CC=musl-gcc CFLAGS="$DEP_CFLAGS" --prefix="$PREFIX" \
+        --without-readline --without-zlib --without-icu --without-openssl --without-gssapi \
+        --without-ldap --without-lz4 --without-zstd --without-libxml --without-libxslt \
+        --without-perl --without-python --without-tcl --without-pam --without-selinux \
+        --without-systemd --disable-nls --disable-rpath
+    $MAKE -C src/include -j"$JOBS"
+    $MAKE -C src/common -j"$JOBS"
+    $MAKE -C src/port -j"$JOBS"
+    $MAKE -C src/interfaces/libpq -j"$JOBS" all-static-lib
+    mkdir -p "$PREFIX/lib" "$PREFIX/include"
+    cp src/interfaces/libpq/libpq.a src/common/libpgcommon_shlib.a src/port/libpgport_shlib.a "$PREFIX/lib/"
+    cp ../src/interfaces/libpq/libpq-fe.h ../src/include/postgres_ext.h src/include/pg_config_ext.h "$PREFIX/include/"
+    v=$(sed -n 's/^#define PG_VERSION "\(.*\)"/\1/p' src/include/pg_config.h)
+    write_pc libpq libpq "$v" "-lpq" "-lpgcommon_shlib -lpgport_shlib -lpthread" "-I\${includedir}"
+}
+
 write_pc() { # file name version libs libs.private cflags
     mkdir -p "$PREFIX/lib/pkgconfig"
     cat >"$PREFIX/lib/pkgconfig/$1.pc" <<EOF
@@ -284,7 +323,8 @@ build_deps() {
     timed cjson build_cjson
     timed libinih build_libinih
     timed ncurses build_ncurses
-    for pc in sqlite3 libcurl libcjson inih ncursesw; do
+    timed libpq build_libpq
+    for pc in sqlite3 libcurl libcjson inih ncursesw libpq; do
         [ -f "$PREFIX/lib/pkgconfig/$pc.pc" ] || die "missing $PREFIX/lib/pkgconfig/$pc.pc"
     done
 }

@@ -25,6 +25,11 @@ int backup_run(const struct config *c, const char *path, long long *bytes, char 
     int rc = -1;
 
     *bytes = 0;
+    if (c->backend != CFG_BACKEND_SQLITE) {
+        snprintf(err, errlen, "hookd backup copies the SQLite file; with [storage] backend = postgres, back up the "
+                              "database with pg_dump or pg_basebackup (or move a queue with hookd export)");
+        return -1;
+    }
     if (lstat(path, &sb) == 0) {
         snprintf(err, errlen, "%s exists; hookd backup never overwrites: remove it or choose another name", path);
         return -1;
@@ -94,6 +99,11 @@ int backup_restore(const struct config *c, const char *from, char *aside, size_t
     long long stamp = (long long)time(NULL);
 
     aside[0] = '\0';
+    if (c->backend != CFG_BACKEND_SQLITE) {
+        snprintf(err, errlen, "restore replaces the SQLite file; with [storage] backend = postgres, restore the "
+                              "database with pg_restore (or move a queue with hookd import)");
+        return -1;
+    }
     if (db_lock(c, &lock, err, errlen) < 0) {
         if (lock < 0 && strstr(err, "in use"))
             snprintf(err, errlen, "%s is in use by a running hookd: stop it first (systemctl stop hookd)", c->db_path);

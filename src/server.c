@@ -432,7 +432,8 @@ static void drain_completions(void)
     struct req *list, *r, *next, *rev = NULL;
     uint64_t v;
 
-    if (read(S.efd, &v, sizeof v) < 0 && errno != EAGAIN)
+    /* S.efd < 0: start failed before making it; nothing can be pending */
+    if (S.efd >= 0 && read(S.efd, &v, sizeof v) < 0 && errno != EAGAIN)
         log_error("eventfd_read", "err=\"%s\"", strerror(errno));
     pthread_mutex_lock(&S.mu);
     list = S.done_head;

@@ -381,9 +381,7 @@ static int pgs_checkpoint(struct store *s, int full)
 static int pgs_backup(struct store *s, const char *path)
 {
     (void)path;
-    return store_fail(s, STORE_E_OTHER,
-                      "backup: with the postgres backend, back up the database with pg_dump or pg_basebackup "
-                      "(or move the queue with hookd export)");
+    return store_fail(s, STORE_E_OTHER, "backup: not a postgres operation (pg_dump, pg_basebackup)");
 }
 
 int pg_snapshot_begin(struct store *s)
@@ -451,6 +449,21 @@ static const struct store_ops pg_ops = {
     .dead_classes = pg_dead_classes,
 };
 
+/* The server's notices ("relation exists, skipping" while migrating, a
+ * WARNING) at debug level, on one line: never on stderr as libpq would. */
+static void on_notice(void *arg, const char *msg)
+{
+    char line[200];
+    size_t i;
+
+    (void)arg;
+    snprintf(line, sizeof line, "%s", msg);
+    for (i = 0; line[i]; i++)
+        if (line[i] == '\n' || line[i] == '"')
+            line[i] = ' ';
+    log_debug("pg_notice", "msg=\"%s\"", line);
+}
+
 static PGconn *connect_to(const struct config *c)
 {
     /* the operator's conninfo comes last and wins; these are only
@@ -492,6 +505,8 @@ int store_pg_open(const struct config *c, enum store_role role, struct store **o
     g->c = c;
     g->role = role;
     g->conn = connect_to(c);
+    if (g->conn)
+        PQsetNoticeProcessor(g->conn, on_notice, NULL);
     if (!g->conn || PQstatus(g->conn) != CONNECTION_OK) {
         pg_fail(g, NULL, "connect");
         snprintf(err, errlen, "postgres: %s", g->base.errmsg);

@@ -12,6 +12,12 @@ Everything here is stdlib only. The pieces:
               127.0.0.1 that records every request and answers as told
               (status, sequence, delay, hang, Retry-After, redirect, reset).
   wait_until  poll a predicate until it is truthy or a timeout passes.
+  backends    HOOKD_TEST_BACKEND=postgres runs the daemons on PostgreSQL:
+              a private cluster per test process (tests/pg/cluster.sh), a
+              database per daemon, and Daemon.sql()/row() read it through
+              views that show times as epoch milliseconds, as SQLite keeps
+              them, so the same assertions hold. Tests marked sqlite_only
+              (the file itself: locks, checks, damage) are skipped there.
   sign / verify_signature   Standard Webhooks signatures, computed in Python.
 """
 import base64
@@ -36,6 +42,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKD_BIN = os.environ.get("HOOKD_BIN") or str(ROOT / "build" / "hookd")
+BACKEND = os.environ.get("HOOKD_TEST_BACKEND", "sqlite")
 
 SECRET_A = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 SECRET_B = "whsec_" + base64.b64encode(b"a second, rotated signing key!!!").decode()
@@ -257,6 +264,9 @@ class Daemon:
         self.sections = sections
         self.cfg = self.dir / "hookd.ini"
         self.db = Path(sections["storage"]["path"])
+        self.pg = (sections.get("postgres", {}).get("conninfo")
+                   if sections["storage"].get("backend") == "postgres" else None)
+        self._compat = False
         self.sock = Path(sections["server"]["socket"])
         self.proc = None
         self.killed = False
@@ -394,6 +404,8 @@ class Daemon:
 
     # the database, read-only from Python
     def sql(self, query, args=()):
+        if self.pg:
+            return self._pg_query(query, args)
         con = sqlite3.connect("file:%s?mode=ro" % self.db, uri=True, timeout=10)
         try:
             return con.execute(query, args).fetchall()
@@ -401,11 +413,66 @@ class Daemon:
             con.close()
 
     def row(self, mid):
+        rows = self.sql_dicts("SELECT * FROM webhook_queue WHERE id = ?", (mid,))
+        return rows[0] if rows else None
+
+    def sql_dicts(self, query, args=()):
+        """Rows as dicts (column name -> value), either backend."""
+        if self.pg:
+            return self._pg_query(query, args, as_dict=True)
         con = sqlite3.connect("file:%s?mode=ro" % self.db, uri=True, timeout=10)
         con.row_factory = sqlite3.Row
         try:
-            r = con.execute("SELECT * FROM webhook_queue WHERE id = ?", (mid,)).fetchone()
-            return dict(r) if r else None
+            return [dict(r) for r in con.execute(query, args).fetchall()]
+        finally:
+            con.close()
+
+    def rw_sql(self, query, args=()):
+        """Change hookd's database from the test (backdating rows; hookd keeps
+        running). On PostgreSQL the statement's `col = col +/- ms` becomes an
+        interval on hookd's own table. Returns the rows changed."""
+        if not self.pg:
+            con = sqlite3.connect(str(self.db), timeout=10)
+            try:
+                with con:
+                    return con.execute(query, args).rowcount
+            finally:
+                con.close()
+        import re
+        import psycopg2
+        q = query.replace("UPDATE webhook_queue", "UPDATE public.hookd_queue")
+        q = q.replace("UPDATE endpoint_latency", "UPDATE public.endpoint_latency")
+        def interval(m):
+            ms = m.group(3)
+            if re.fullmatch(r"[0-9 *+-]+", ms):   # plain arithmetic: its value (no int4 overflow)
+                ms = str(eval(ms))  # noqa: S307 - digits and operators only
+            return "%s = %s %s %s::bigint * interval '1 millisecond'" % (m.group(1), m.group(1), m.group(2), ms)
+        q = re.sub(r"(\w+) = \1 ([-+]) (.+?)(?=, \w+ = | WHERE)", interval, q)
+        con = psycopg2.connect(self.pg)
+        try:
+            con.autocommit = True
+            cur = con.cursor()
+            cur.execute(q.replace("%", "%%").replace("?", "%s"), tuple(args))
+            return cur.rowcount
+        finally:
+            con.close()
+
+    def _pg_query(self, query, args=(), as_dict=False):
+        """The test's SQLite query on PostgreSQL, through the compat views
+        (times in epoch ms, payload as text); ? placeholders."""
+        import psycopg2
+        import psycopg2.extras
+        con = psycopg2.connect(self.pg)
+        try:
+            con.autocommit = True
+            cur = con.cursor(cursor_factory=psycopg2.extras.RealDictCursor if as_dict else None)
+            if not self._compat:
+                cur.execute(PG_COMPAT_VIEWS)
+                self._compat = True
+            cur.execute("SET search_path = compat, public")
+            cur.execute(query.replace("%", "%%").replace("?", "%s"), tuple(args))
+            rows = cur.fetchall() if cur.description else []
+            return [dict(r) for r in rows] if as_dict else [tuple(r) for r in rows]
         finally:
             con.close()
 
@@ -433,6 +500,58 @@ class Daemon:
         return self.row(mid)
 
 
+# The SQLite tables as the tests know them (times in epoch milliseconds),
+# over hookd's PostgreSQL schema: the tests' queries run unchanged.
+PG_COMPAT_VIEWS = """
+CREATE SCHEMA IF NOT EXISTS compat;
+CREATE OR REPLACE FUNCTION compat.ms(t timestamptz) RETURNS bigint LANGUAGE sql IMMUTABLE
+    AS $$ SELECT (extract(epoch FROM t) * 1000)::bigint $$;
+CREATE OR REPLACE VIEW compat.webhook_queue AS SELECT id, endpoint_id, event_id, event_type,
+    convert_from(payload, 'UTF8') AS payload, status, attempt_count, max_attempts,
+    compat.ms(created_at) AS created_at, compat.ms(next_attempt_at) AS next_attempt_at,
+    compat.ms(claimed_at) AS claimed_at, compat.ms(delivered_at) AS delivered_at, last_error,
+    last_status_code, last_response_ms, last_error_class, ordering_key FROM public.hookd_queue;
+CREATE OR REPLACE VIEW compat.endpoints AS SELECT id, name, url, secrets, headers, event_types, settings,
+    source, paused, compat.ms(created_at) AS created_at, compat.ms(updated_at) AS updated_at, pause_reason
+    FROM public.endpoints;
+CREATE OR REPLACE VIEW compat.endpoint_health AS SELECT endpoint_id, endpoint_url, state,
+    consecutive_failures, failure_threshold, compat.ms(last_failure_at) AS last_failure_at,
+    compat.ms(last_success_at) AS last_success_at, compat.ms(opened_at) AS opened_at, cooldown_ms,
+    p50_ms, p95_ms, p99_ms, sample_count, compat.ms(rolled_up_at) AS rolled_up_at,
+    compat.ms(slow_since) AS slow_since, ring_next, concurrency_limit,
+    compat.ms(failing_since) AS failing_since FROM public.endpoint_health;
+CREATE OR REPLACE VIEW compat.delivery_attempts AS SELECT message_id, attempt, endpoint_id,
+    compat.ms(at) AS at, response_ms, status_code, error_class, detail, method, url, response
+    FROM public.delivery_attempts;
+CREATE OR REPLACE VIEW compat.endpoint_latency AS SELECT endpoint_id, slot, message_id, response_ms,
+    status_code, compat.ms(measured_at) AS measured_at FROM public.endpoint_latency;
+CREATE OR REPLACE VIEW compat.endpoint_history AS SELECT endpoint_id, compat.ms(bucket_at) AS bucket_at,
+    delivered, failed, breaker_opens, p50_ms, p95_ms, p99_ms, sample_count FROM public.endpoint_history;
+"""
+
+_pg = {"dir": None, "conninfo": None, "n": 0}
+
+
+def pg_test_database():
+    """A new database on this process's private cluster (started on first
+    use, stopped at exit); returns its conninfo."""
+    import atexit
+    if _pg["conninfo"] is None:
+        d = tempfile.mkdtemp(prefix="hookd-pg.")
+        out = subprocess.run([str(ROOT / "tests" / "pg" / "cluster.sh"), "start", d], capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        _pg["dir"], _pg["conninfo"] = d, out.stdout.strip()
+        atexit.register(lambda: subprocess.run([str(ROOT / "tests" / "pg" / "cluster.sh"), "stop", d],
+                                               capture_output=True, timeout=120))
+    _pg["n"] += 1
+    name = "d%d_%d" % (os.getpid(), _pg["n"])
+    out = subprocess.run(["psql", _pg["conninfo"], "-qAtX", "-c", "CREATE DATABASE %s" % name],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return _pg["conninfo"].replace("dbname=postgres", "dbname=" + name)
+
+
 def base_sections(workdir, sockdir):
     return {
         "storage": {"path": str(Path(workdir) / "hookd.db")},
@@ -457,7 +576,7 @@ def merge_sections(base, extra):
 
 
 @pytest.fixture
-def hookd(tmp_path):
+def hookd(tmp_path, request):
     """Factory: hookd(endpoints={"a": {"url": ...}}, sections={"delivery": {...}},
     start=True) -> Daemon. Keys set to None are removed from the config.
     The control socket lives in a short /tmp dir (sun_path is 108 bytes)
@@ -470,6 +589,11 @@ def hookd(tmp_path):
         sockdir = tempfile.mkdtemp(prefix="hk")
         os.chmod(sockdir, 0o755)
         secs = merge_sections(base_sections(workdir, sockdir), sections)
+        if BACKEND == "postgres" and "backend" not in secs["storage"]:
+            if request.node.get_closest_marker("sqlite_only"):
+                pytest.skip("sqlite only: " + request.node.get_closest_marker("sqlite_only").args[0])
+            secs["storage"]["backend"] = "postgres"
+            secs.setdefault("postgres", {})["conninfo"] = pg_test_database()
         for ep, kv in (endpoints or {}).items():
             secs["endpoint." + ep] = dict(kv)
         d = Daemon(workdir, sockdir, secs)
@@ -809,6 +933,8 @@ if os.environ.get("HOOKD_LOG_SCAN", "1") != "0":
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "sqlite_only(why): a test of the SQLite file itself, skipped when "
+                            "HOOKD_TEST_BACKEND=postgres runs the suites on PostgreSQL")
     config.addinivalue_line("markers", "serial: run alone, not beside other tests (a wall-clock bound, a "
                             "latency comparison or a heavy load); the Makefile runs these after the parallel rest")
     # every process of this run (the xdist workers too) leaves its scan

@@ -10,7 +10,6 @@ import json
 import math
 import os
 import re
-import sqlite3
 import subprocess
 import threading
 import time
@@ -78,14 +77,9 @@ def transitions(d, endpoint, run=None):
 
 
 def health(d, name):
-    con = sqlite3.connect("file:%s?mode=ro" % d.db, uri=True, timeout=10)
-    con.row_factory = sqlite3.Row
-    try:
-        r = con.execute("SELECT h.* FROM endpoint_health h JOIN endpoints e ON e.id = h.endpoint_id "
-                        "WHERE e.name = ?", (name,)).fetchone()
-        return dict(r) if r else None
-    finally:
-        con.close()
+    rows = d.sql_dicts("SELECT h.* FROM endpoint_health h JOIN endpoints e ON e.id = h.endpoint_id "
+                       "WHERE e.name = ?", (name,))
+    return rows[0] if rows else None
 
 
 def state(d, name):
@@ -111,13 +105,7 @@ def cli_json(d, *args):
 def rw_sql(d, query, args=()):
     """Write to hookd's database from the test (backdating rows only; hookd
     keeps running: WAL mode and busy_timeout make this safe)."""
-    con = sqlite3.connect(str(d.db), timeout=10)
-    try:
-        with con:
-            cur = con.execute(query, args)
-            return cur.rowcount
-    finally:
-        con.close()
+    return d.rw_sql(query, args)
 
 
 def round_half_away(x):
@@ -856,6 +844,7 @@ def test_retention_and_latency_ring_buffer_cleanup(hookd, receiver, tmp_path):
 # ================================================================ WAL bound
 
 @pytest.mark.serial  # holds a wall-clock bound or loads the machine
+@pytest.mark.sqlite_only("SQLite's -wal file")
 def test_wal_stays_bounded_under_sustained_load(hookd, receiver):
     """~5 s of enqueues (1 KiB payloads) and deliveries with checkpoints every
     200 ms: the -wal file stays under 64 MiB and does not keep growing; after

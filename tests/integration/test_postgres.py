@@ -316,6 +316,10 @@ def test_config_needs_conninfo_and_hides_password(hookd, tmp_path):
     out = d.cli("check-config")   # prints the configuration, then tries it
     assert out.returncode != 0 and "cannot be reached" in out.stderr, out.stderr
     assert "password=***" in out.stdout and "Sup3rS3cret" not in out.stdout + out.stderr
+    # SQLite's backup and restore say what to use instead
+    for cmd in (("backup", tmp_path / "b.db"), ("restore", tmp_path / "b.db")):
+        out = d.cli(*cmd)
+        assert out.returncode != 0 and ("pg_dump" in out.stderr or "pg_restore" in out.stderr), (cmd, out.stderr)
     d.write_config(dict(d.sections, postgres={"conninfo": "postgresql://u:Sup3rS3cret@/db?host=/nowhere"}))
     d.start(wait=False)
     assert d.proc.wait(30) != 0
