@@ -86,16 +86,33 @@ static int prepare_all(struct pg_store *g)
     return 0;
 }
 
+static int ensure_conn(struct pg_store *g);
+
+/* A statement outside a transaction (the reader's reads) that fails
+ * because the server went away is run once more on a new connection:
+ * it changed nothing. Inside a transaction the caller rolls back. */
 PGresult *pg_exec(struct pg_store *g, enum pg_stmt i, const struct pg_params *p, int binary, const char *what)
 {
+    int idle = PQtransactionStatus(g->conn) != PQTRANS_INTRANS && PQtransactionStatus(g->conn) != PQTRANS_INERROR;
     char name[16];
     PGresult *r;
 
+    if (idle && ensure_conn(g) < 0)
+        return NULL;
     snprintf(name, sizeof name, "h%d", (int)i);
     r = PQexecPrepared(g->conn, name, p ? p->n : 0, p ? p->v : NULL, p ? p->len : NULL, p ? p->fmt : NULL,
                        binary);
     if (r && result_ok(r))
         return r;
+    if (idle && PQstatus(g->conn) == CONNECTION_BAD) {
+        PQclear(r);
+        if (ensure_conn(g) < 0)
+            return NULL;
+        r = PQexecPrepared(g->conn, name, p ? p->n : 0, p ? p->v : NULL, p ? p->len : NULL, p ? p->fmt : NULL,
+                           binary);
+        if (r && result_ok(r))
+            return r;
+    }
     pg_fail(g, r, what);
     PQclear(r);
     return NULL;
@@ -335,13 +352,23 @@ fail:
 /* Every commit is durable on PostgreSQL's own terms (synchronous_commit
  * as the server or the role sets it); a commit that acknowledges
  * nothing does not wait for the WAL flush, as with SQLite's NORMAL. */
-static int pgs_begin(struct store *s, int durable)
+/* The first command after the server went away is what finds out: when
+ * BEGIN fails on a connection that turns out dead, nothing has been done
+ * yet, so reconnect and try once more. */
+static int begin_sql(struct pg_store *g, const char *sql, const char *what)
 {
-    struct pg_store *g = (struct pg_store *)s;
-
     if (ensure_conn(g) < 0)
         return -1;
-    return pg_exec_sql(g, durable ? "BEGIN" : "BEGIN; SET LOCAL synchronous_commit = off", "begin");
+    if (pg_exec_sql(g, sql, what) == 0)
+        return 0;
+    if (PQstatus(g->conn) != CONNECTION_BAD || ensure_conn(g) < 0)
+        return -1;
+    return pg_exec_sql(g, sql, what);
+}
+
+static int pgs_begin(struct store *s, int durable)
+{
+    return begin_sql((struct pg_store *)s, durable ? "BEGIN" : "BEGIN; SET LOCAL synchronous_commit = off", "begin");
 }
 
 static int pgs_commit(struct store *s)
@@ -386,11 +413,7 @@ static int pgs_backup(struct store *s, const char *path)
 
 int pg_snapshot_begin(struct store *s)
 {
-    struct pg_store *g = (struct pg_store *)s;
-
-    if (ensure_conn(g) < 0)
-        return -1;
-    return pg_exec_sql(g, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "snapshot");
+    return begin_sql((struct pg_store *)s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "snapshot");
 }
 
 void pg_snapshot_end(struct store *s)

@@ -49,6 +49,9 @@ struct writer {
     writer_fatal_fn on_fatal;
     void *fatal_ctx;
     int64_t retry_results_at;
+    int64_t finish_deadline;  /* shutdown: give up on unsaved results then (0: not yet) */
+    int64_t fail_logged_at;   /* the last commit_failed line (mono ms; 0: the last round was good) */
+    int64_t fail_quiet;       /* failed rounds not logged since */
 };
 
 /* After a failed fsync the kernel may have dropped the dirty pages and a
@@ -104,8 +107,17 @@ static void round_failed(struct writer *w, struct req *batch, struct req *answer
 
     st->ops->rollback(st);
     registry_round_undo(&w->reg);
-    log_error("commit_failed", "err=\"%s\" enqueues=%s results_kept=%s", st->errmsg, batch ? "rejected" : "none",
-              results ? "yes" : "none");
+    /* results are retried every 200 ms: while the database is away (a
+     * PostgreSQL restart) the first failure and then one line per 10 s
+     * say so; the first good round says it is over */
+    if (w->fail_logged_at == 0 || util_mono_ms() - w->fail_logged_at >= 10000) {
+        log_error("commit_failed", "err=\"%s\" enqueues=%s results_kept=%s repeated=%lld", st->errmsg,
+                  batch ? "rejected" : "none", results ? "yes" : "none", (long long)w->fail_quiet);
+        w->fail_logged_at = util_mono_ms();
+        w->fail_quiet = 0;
+    } else {
+        w->fail_quiet++;
+    }
     for (q = batch; q; q = q->next)
         req_error(q, store_error_code(e), "storage error: %s; not stored, retry later", st->errmsg);
     req_complete_list(batch);
@@ -156,6 +168,11 @@ static void writer_round(struct writer *w, struct req *reqs, struct djob *result
         return;
     }
     registry_round_commit(&w->reg);
+    if (w->fail_logged_at) {   /* the first good round after failing ones */
+        log_info("storage_recovered", "failed_rounds_not_logged=%lld", (long long)w->fail_quiet);
+        w->fail_logged_at = 0;
+        w->fail_quiet = 0;
+    }
     req_complete_list(batch);
     req_complete_list(answered);
     for (j = results; j; j = j->next)
@@ -299,6 +316,17 @@ static void *writer_main(void *arg)
             pthread_mutex_unlock(&w->mu);
             if (empty && w->reg.in_flight <= 0) {
                 save_all_health(w);
+                break;
+            }
+            /* the database is away and results cannot be recorded: after
+             * the grace period they are given up, their rows stay in
+             * flight and go back to the queue at the next start (at
+             * least once), rather than never exiting */
+            if (!w->finish_deadline) {
+                w->finish_deadline = util_mono_ms() + w->c->shutdown_grace_ms;
+            } else if (util_mono_ms() >= w->finish_deadline) {
+                log_error("results_not_saved", "err=\"%s\" action=\"their messages go back to the queue at the "
+                          "next start (delivered again)\"", w->st->errmsg);
                 break;
             }
         }
