@@ -28,14 +28,15 @@
 
 /* The claim: due rows of one endpoint, oldest due first, taken with
  * SKIP LOCKED (a row another transaction holds is not waited for),
- * handed back in that order. */
+ * handed back in that order. The ids go to the UPDATE as an array: with
+ * a join instead, the generic plan of the prepared statement hashes the
+ * whole queue table (measured: 44 ms instead of 1 ms at 100k rows). */
 #define PG_CLAIM_SQL(cond)                                                                              \
-    "WITH c AS (SELECT q.id FROM hookd_queue q WHERE q.endpoint_id = $1 AND q.status IN ('pending', "   \
-    "'failed') AND q.next_attempt_at <= " TS("$2") cond " ORDER BY q.next_attempt_at, q.id LIMIT $3 "   \
-    "FOR UPDATE SKIP LOCKED), "                                                                         \
-    "u AS (UPDATE hookd_queue q SET status = 'in_flight', claimed_at = " TS("$2") " FROM c "            \
-    "WHERE q.id = c.id RETURNING q.id, q.event_id, q.payload, q.attempt_count, q.max_attempts, "        \
-    "q.created_at, q.event_type, q.next_attempt_at) "                                                   \
+    "WITH u AS (UPDATE hookd_queue q SET status = 'in_flight', claimed_at = " TS("$2") " "               \
+    "WHERE q.id = ANY (ARRAY(SELECT q.id FROM hookd_queue q WHERE q.endpoint_id = $1 AND q.status IN "  \
+    "('pending', 'failed') AND q.next_attempt_at <= " TS("$2") cond " ORDER BY q.next_attempt_at, q.id " \
+    "LIMIT $3 FOR UPDATE SKIP LOCKED)) RETURNING q.id, q.event_id, q.payload, q.attempt_count, "        \
+    "q.max_attempts, q.created_at, q.event_type, q.next_attempt_at) "                                   \
     "SELECT id, event_id, payload, attempt_count, max_attempts, " MS("created_at") ", event_type "      \
     "FROM u ORDER BY next_attempt_at, id"
 
@@ -118,13 +119,14 @@ const char *const pg_sql[PG__COUNT] = {
         "VALUES ($1, " TS("$2") ", $3, $4, $5, $6) ON CONFLICT (endpoint_id, bucket_at) DO UPDATE SET "
         "p50_ms = excluded.p50_ms, p95_ms = excluded.p95_ms, p99_ms = excluded.p99_ms, "
         "sample_count = excluded.sample_count",
-    /* retention in bounded chunks; the attempt log goes by ON DELETE CASCADE */
+    /* retention in bounded chunks (ids as an array, as in the claim); the
+     * attempt log goes by ON DELETE CASCADE */
     [PG_EXPIRE_DELIVERED] =
-        "DELETE FROM hookd_queue WHERE id IN (SELECT id FROM hookd_queue WHERE status = 'delivered' "
-        "AND delivered_at < " TS("$1") " LIMIT $2)",
+        "DELETE FROM hookd_queue WHERE id = ANY (ARRAY(SELECT id FROM hookd_queue WHERE status = 'delivered' "
+        "AND delivered_at < " TS("$1") " LIMIT $2))",
     [PG_EXPIRE_DEAD] =
-        "DELETE FROM hookd_queue WHERE id IN (SELECT id FROM hookd_queue WHERE status = 'dead_letter' "
-        "AND created_at < " TS("$1") " LIMIT $2)",
+        "DELETE FROM hookd_queue WHERE id = ANY (ARRAY(SELECT id FROM hookd_queue WHERE status = 'dead_letter' "
+        "AND created_at < " TS("$1") " LIMIT $2))",
     [PG_EXPIRE_HISTORY] =
         "DELETE FROM endpoint_history WHERE (endpoint_id, bucket_at) IN (SELECT endpoint_id, bucket_at "
         "FROM endpoint_history WHERE bucket_at < " TS("$1") " LIMIT $2)",
