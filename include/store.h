@@ -22,6 +22,7 @@
 #define HOOKD_STORE_H
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "config.h"
 
@@ -362,6 +363,10 @@ struct store_ops {
  * the database, refuses a damaged or foreign one untouched, and migrates
  * the schema. */
 int store_open(const struct config *c, enum store_role role, struct store **out, char *err, size_t errlen);
+
+/* The backend's schema as SQL on out (hookd schema-sql; postgres only:
+ * for operators who apply DDL themselves). 0 / -1 with err. */
+int store_schema_print(enum cfg_backend b, FILE *out, char *err, size_t errlen);
 
 /* Can the configured database be reached? (check-config.) msg says to
  * what or why not ("" when there is nothing to try: SQLite). 0 / -1. */

@@ -22,9 +22,13 @@
  * (the reader's queries). Only these files include libpq-fe.h. */
 #ifndef HOOKD_STORE_PG_H
 #define HOOKD_STORE_PG_H
+#include <stdio.h>
+
 #include "store.h"
 
 int store_pg_open(const struct config *c, enum store_role role, struct store **out, char *err, size_t errlen);
+/* The schema as SQL for operators who apply DDL themselves. */
+void store_pg_schema_print(FILE *out);
 /* Connect and say to what, or why not (check-config); 0 / -1. */
 int store_pg_ping(const struct config *c, char *msg, size_t len);
 

@@ -151,6 +151,21 @@ static int run_check(const struct cmd *c, int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
+static int run_schema_sql(const struct cmd *c, int argc, char **argv)
+{
+    struct args a;
+    char err[200];
+    int rc = start(c, argc, argv, &a);
+
+    if (rc >= 0)
+        return rc;
+    if (store_schema_print(CFG_BACKEND_POSTGRES, stdout, err, sizeof err) < 0) {
+        fprintf(stderr, "hookd: %s\n", err);
+        return CLI_EXIT_USAGE;
+    }
+    return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_ERROR;
+}
+
 static int run_version(const struct cmd *c, int argc, char **argv)
 {
     struct args a;
@@ -546,6 +561,8 @@ static const struct cmd commands[] = {
      "Add an export's endpoints and messages to this database (hookd stopped). Messages already\n"
      "                   here (same endpoint and event id) are skipped: importing twice adds nothing.",
      OB(O_CONFIG), 1, 1, NULL, NULL, NULL},
+    {"schema-sql", run_schema_sql, 0, 0, "schema-sql",
+     "Print the PostgreSQL schema (DDL), for operators who apply it themselves.", 0, 0, 0, NULL, NULL, NULL},
     {"version", run_version, 0, 0, "version", "Print the version.", 0, 0, 0, NULL, NULL, NULL},
     {"help", run_help, 0, 0, "help [COMMAND]", "Show usage.", 0, 0, 1, NULL, NULL, NULL},
 };

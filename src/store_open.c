@@ -30,3 +30,19 @@ int store_ping(const struct config *c, char *msg, size_t len)
     return -1;
 #endif
 }
+
+int store_schema_print(enum cfg_backend b, FILE *out, char *err, size_t errlen)
+{
+    if (b != CFG_BACKEND_POSTGRES) {
+        snprintf(err, errlen, "the sqlite backend applies its schema itself (schema/*.sql, PRAGMA user_version)");
+        return -1;
+    }
+#ifdef HOOKD_WITH_PG
+    store_pg_schema_print(out);
+    return 0;
+#else
+    (void)out;
+    snprintf(err, errlen, "this hookd was built without PostgreSQL support");
+    return -1;
+#endif
+}

@@ -303,25 +303,50 @@ static int ensure_conn(struct pg_store *g)
 
 /* ---- schema ---- */
 
+#define SCHEMA_PG_VERSION ((int)(sizeof schema_pg_sql / sizeof schema_pg_sql[0]))
+
+/* The schema version in the database: 0 without hookd_schema (a new
+ * database), -1 on failure. Reads only: a role without CREATE can run a
+ * hookd whose schema an operator applied. */
+static int schema_version(struct pg_store *g)
+{
+    /* two statements: a query naming a table that does not exist fails
+     * when it is parsed, whatever branch it is in */
+    PGresult *r = PQexec(g->conn, "SELECT to_regclass('hookd_schema') IS NOT NULL");
+    int v = -1;
+
+    if (r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "f") == 0) {
+        PQclear(r);
+        return 0;
+    }
+    if (r && PQresultStatus(r) == PGRES_TUPLES_OK) {
+        PQclear(r);
+        r = PQexec(g->conn, "SELECT coalesce(max(version), 0) FROM hookd_schema");
+    }
+    if (r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        v = atoi(PQgetvalue(r, 0, 0));
+    else
+        pg_fail(g, r, "schema version");
+    PQclear(r);
+    return v;
+}
+
 static int schema_apply(struct pg_store *g, char *err, size_t errlen)
 {
-    PGresult *r = NULL;
-    int have = 0, want = (int)(sizeof schema_pg_sql / sizeof schema_pg_sql[0]), v;
+    int have, want = SCHEMA_PG_VERSION, v;
     char sql[96];
 
-    /* nodes starting together migrate one after the other */
+    if ((have = schema_version(g)) < 0)
+        goto fail;
+    if (have == want)
+        return 0;
+    /* nodes starting together migrate one after the other: the version
+     * is read again under the lock */
     if (pg_exec_sql(g, "BEGIN; SELECT pg_advisory_xact_lock(hashtext('hookd.schema:' || current_schema())); "
                        "CREATE TABLE IF NOT EXISTS hookd_schema (version integer NOT NULL)",
-                    "schema") < 0)
+                    "schema") < 0 ||
+        (have = schema_version(g)) < 0)
         goto fail;
-    r = PQexec(g->conn, "SELECT coalesce(max(version), 0) FROM hookd_schema");
-    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
-        pg_fail(g, r, "schema version");
-        goto fail;
-    }
-    have = atoi(PQgetvalue(r, 0, 0));
-    PQclear(r);
-    r = NULL;
     if (have > want) {
         snprintf(err, errlen, "the database's schema version %d is newer than this hookd's (%d): upgrade hookd",
                  have, want);
@@ -341,10 +366,23 @@ static int schema_apply(struct pg_store *g, char *err, size_t errlen)
         log_info("schema_migrated", "backend=postgres from=%d to=%d", have, want);
     return 0;
 fail:
-    PQclear(r);
     snprintf(err, errlen, "postgres schema: %s", g->base.errmsg);
     PQclear(PQexec(g->conn, "ROLLBACK"));
     return -1;
+}
+
+void store_pg_schema_print(FILE *out)
+{
+    int v;
+
+    fprintf(out, "-- hookd's PostgreSQL schema, versions 1 to %d (hookd schema-sql). Run it as a role\n"
+                 "-- with CREATE on the schema hookd uses; hookd then needs only SELECT, INSERT,\n"
+                 "-- UPDATE and DELETE on its tables (and USAGE on their sequences).\n"
+                 "BEGIN;\nCREATE TABLE IF NOT EXISTS hookd_schema (version integer NOT NULL);\n",
+            SCHEMA_PG_VERSION);
+    for (v = 0; v < SCHEMA_PG_VERSION; v++)
+        fprintf(out, "%s\nINSERT INTO hookd_schema (version) VALUES (%d);\n", schema_pg_sql[v], v + 1);
+    fprintf(out, "COMMIT;\n");
 }
 
 /* ---- transactions ---- */

@@ -24,7 +24,7 @@ import tempfile
 
 import pytest
 
-from conftest import ROOT, SECRET_A, Reply, error_code, verify_signature, wait_until
+from conftest import HOOKD_BIN, ROOT, SECRET_A, Reply, error_code, verify_signature, wait_until
 
 CLUSTER = str(ROOT / "tests" / "pg" / "cluster.sh")
 
@@ -228,6 +228,28 @@ def test_seed_queries_run_unchanged(hookd, receiver, pgdb):
     (p,) = sql("SELECT COUNT(*), percentile_cont(0.50) WITHIN GROUP (ORDER BY response_ms) FROM endpoint_latency "
                "WHERE endpoint_id = %s AND measured_at >= NOW() - INTERVAL '24 hours'" % slow[0][0])
     assert p[0] == "30", p
+
+
+def test_schema_applied_by_operator_then_a_role_without_create(hookd, receiver, pgdb):
+    """hookd schema-sql is the DDL; applied by the operator, a role that may
+    only read and write the tables runs hookd (no CREATE needed)."""
+    ci, sql = pgdb
+    ddl = subprocess.run([HOOKD_BIN, "schema-sql"], capture_output=True, text=True, timeout=30)
+    assert ddl.returncode == 0 and "CREATE TABLE hookd_queue" in ddl.stdout, ddl.stderr
+    out = subprocess.run(["psql", ci, "-qAtX", "-v", "ON_ERROR_STOP=1"], input=ddl.stdout, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    role = "app%d" % os.getpid()
+    sql("CREATE ROLE %s LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC; "
+                 "GRANT USAGE ON SCHEMA public TO %s; "
+                 "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO %s; "
+                 "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO %s" % (role, role, role, role))
+    rcv = receiver(200)
+    d = hookd(endpoints={"a": {"url": rcv.url("/a")}},
+              sections=pg_sections(ci.replace("user=hookd", "user=" + role)))
+    assert d.enqueue("a", {"x": 1}, event_id="r1")["ok"] is True
+    wait_until(lambda: rcv.count() == 1, 15, msg="delivered by the restricted role")
+    assert "schema_migrated" not in d.log()
 
 
 def test_second_node_refused(hookd, pgdb):
