@@ -122,6 +122,15 @@ struct store_settle {
     int applied;                 /* out */
 };
 
+/* One endpoint's part of a batched claim (claim_many). */
+struct store_claim_want {
+    int64_t endpoint_id;
+    int limit;
+    int ordered;
+    int n;                       /* out: rows claimed */
+    int64_t next_due;            /* out, when n < limit: as next_due answers */
+};
+
 /* Breaker state and latency figures of one endpoint (endpoint_health). */
 struct store_health {
     int64_t endpoint_id;
@@ -292,6 +301,13 @@ struct store_ops {
     /* Earliest next_attempt_at of the endpoint's claimable waiting rows
      * (the same rule as claim); INT64_MAX if none. */
     int (*next_due)(struct store *s, int64_t endpoint_id, int ordered, int64_t *at);
+    /* Optional (NULL: the caller loops over claim and next_due): the
+     * claims of several endpoints at once, each as claim would take them,
+     * then next_due of those that got fewer than their limit. A row goes
+     * to fn with the index k of its endpoint in w. For a backend where
+     * each statement is a round trip (PostgreSQL): two per round. */
+    int (*claim_many)(struct store *s, int64_t now, struct store_claim_want *w, size_t n,
+                      int (*fn)(void *ctx, size_t k, const struct store_claimed *row), void *ctx);
     int (*settle)(struct store *s, struct store_settle *v, size_t n);
     /* Matching rows back to pending with attempt_count 0. */
     int (*requeue)(struct store *s, const struct store_filter *f, int64_t now, int64_t *n);

@@ -42,6 +42,7 @@ int store_pg_ping(const struct config *c, char *msg, size_t len);
 enum pg_stmt {
     /* writer */
     PG_INSERT, PG_INSERT_CLAIMED, PG_FIND, PG_CLAIM, PG_CLAIM_ORDERED, PG_NEXT_DUE, PG_NEXT_DUE_ORDERED,
+    PG_CLAIM_MANY, PG_NEXT_DUE_MANY,
     PG_SETTLE, PG_RELEASE, PG_HEALTH_SAVE, PG_ROLLUP_SAVE, PG_HISTORY_ADD, PG_HISTORY_LATENCY,
     PG_EXPIRE_DELIVERED, PG_EXPIRE_DEAD, PG_EXPIRE_HISTORY,
     PG_EP_FIND, PG_EP_PUT, PG_EP_PAUSE, PG_EP_DELETE, PG_RING_TRIM, PG_IMPORT, PG_RECOVER,
@@ -106,9 +107,13 @@ struct pg_pipe {
     void *ctx;
     size_t queued, done;
     int failed;
+    int binary;           /* results in binary */
 };
 int pg_pipe_begin(struct pg_pipe *pp, struct pg_store *g, const char *what,
                   int (*fn)(void *ctx, size_t k, const PGresult *r), void *ctx);
+/* The same, with the results in binary (claims: payload bytes as they are). */
+int pg_pipe_begin_binary(struct pg_pipe *pp, struct pg_store *g, const char *what,
+                         int (*fn)(void *ctx, size_t k, const PGresult *r), void *ctx);
 int pg_pipe_add(struct pg_pipe *pp, enum pg_stmt i, const struct pg_params *p);
 int pg_pipe_end(struct pg_pipe *pp);
 /* n statements of one kind in one pipeline, the i-th's parameters set by
@@ -138,6 +143,8 @@ int pg_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now);
 int pg_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int ordered,
              int (*fn)(void *ctx, const struct store_claimed *row), void *ctx, int *n);
 int pg_next_due(struct store *s, int64_t endpoint_id, int ordered, int64_t *at);
+int pg_claim_many(struct store *s, int64_t now, struct store_claim_want *w, size_t n,
+                  int (*fn)(void *ctx, size_t k, const struct store_claimed *row), void *ctx);
 int pg_settle(struct store *s, struct store_settle *v, size_t n);
 int pg_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n);
 int pg_purge(struct store *s, const struct store_filter *f, int64_t *n);

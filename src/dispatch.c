@@ -128,6 +128,80 @@ static int64_t admit(struct registry *r, struct endpoint *e, int64_t now, int64_
     return limit;
 }
 
+/* After an endpoint's claim: what it took counts, unused tokens go back,
+ * a probe that found nothing is abandoned, and when it got fewer than
+ * its limit its next due time is the database's. */
+static void claimed(struct registry *r, struct endpoint *e, int64_t limit, int n, int probe_left, int64_t next_due)
+{
+    if (e->rate.n > 0 && n < limit)
+        tlimit_refund(&e->rate, (int)(limit - n));  /* give back what was not used */
+    if (probe_left)  /* nothing was due after all */
+        breaker_probe_abandoned(&e->br);
+    e->in_flight += n;
+    r->in_flight += n;
+    if (n < limit)
+        e->next_due = next_due;
+}
+
+struct batch {
+    struct claim_ctx *x;
+    struct endpoint **e;
+    int *probe;
+};
+
+static int batch_row(void *arg, size_t k, const struct store_claimed *row)
+{
+    struct batch *b = arg;
+    int rc;
+
+    b->x->e = b->e[k];
+    b->x->probe = b->probe[k];
+    rc = claim_row(b->x, row);
+    b->probe[k] = b->x->probe;
+    return rc;
+}
+
+/* A backend with claim_many (PostgreSQL: a round trip per statement):
+ * every admitted endpoint's claim in one call. Each endpoint's limit
+ * is reserved from the budget when it is admitted. */
+static int claim_batched(struct registry *r, struct store *st, int64_t now, int64_t now_mono, int64_t budget,
+                         struct claim_ctx *x, size_t start)
+{
+    struct store_claim_want *w = NULL;
+    struct batch b = {x, NULL, NULL};
+    size_t k, m = 0;
+    int rc = -1;
+
+    if (!(w = malloc(r->n * sizeof *w)) || !(b.e = malloc(r->n * sizeof *b.e)) ||
+        !(b.probe = malloc(r->n * sizeof *b.probe))) {
+        store_fail(st, STORE_E_NOMEM, "claim: out of memory");
+        goto out;
+    }
+    for (k = 0; k < r->n && budget > 0; k++) {
+        struct endpoint *e = r->v[(start + k) % r->n];
+        int64_t limit = admit(r, e, now, now_mono, budget, &b.probe[m]);
+        if (limit <= 0)
+            continue;
+        w[m].endpoint_id = e->id;
+        w[m].limit = (int)limit;
+        w[m].ordered = e->conf->order_tpl.nmacros > 0;
+        w[m].n = 0;
+        w[m].next_due = INT64_MAX;
+        b.e[m++] = e;
+        budget -= limit;
+    }
+    if (m > 0 && st->ops->claim_many(st, now, w, m, batch_row, &b) < 0)
+        goto out;
+    for (k = 0; k < m; k++)
+        claimed(r, b.e[k], w[k].limit, w[k].n, b.probe[k], w[k].next_due);
+    rc = 0;
+out:
+    free(w);
+    free(b.e);
+    free(b.probe);
+    return rc;
+}
+
 int dispatch_claim(struct registry *r, struct store *st, int64_t now, int64_t now_mono, int64_t budget,
                    struct djob **out)
 {
@@ -140,6 +214,12 @@ int dispatch_claim(struct registry *r, struct store *st, int64_t now, int64_t no
     while (*out)
         out = &(*out)->next;
     x.tail = out;
+    if (st->ops->claim_many && r->n > 0) {
+        if (claim_batched(r, st, now, now_mono, budget, &x, start) < 0)
+            return -1;
+        r->rr = (start + 1) % r->n;
+        return 0;
+    }
     for (k = 0; k < r->n && budget > 0; k++) {
         struct endpoint *e = r->v[(start + k) % r->n];
         int64_t limit = admit(r, e, now, now_mono, budget, &x.probe);
@@ -148,17 +228,12 @@ int dispatch_claim(struct registry *r, struct store *st, int64_t now, int64_t no
         if (limit <= 0)
             continue;
         x.e = e;
-        if (st->ops->claim(st, e->id, now, (int)limit, ordered, claim_row, &x, &n) < 0)
+        int64_t due = e->next_due;
+        if (st->ops->claim(st, e->id, now, (int)limit, ordered, claim_row, &x, &n) < 0 ||
+            (n < limit && st->ops->next_due(st, e->id, ordered, &due) < 0))
             return -1;
-        if (e->rate.n > 0 && n < limit)
-            tlimit_refund(&e->rate, (int)(limit - n));  /* give back what was not used */
-        if (x.probe)  /* nothing was due after all */
-            breaker_probe_abandoned(&e->br);
-        e->in_flight += n;
-        r->in_flight += n;
+        claimed(r, e, limit, n, x.probe, due);
         budget -= n;
-        if (n < limit && st->ops->next_due(st, e->id, ordered, &e->next_due) < 0)
-            return -1;
     }
     if (r->n)
         r->rr = (start + 1) % r->n;

@@ -212,6 +212,15 @@ static int pipe_drain(struct pg_pipe *pp)
     return pp->failed ? -1 : 0;
 }
 
+int pg_pipe_begin_binary(struct pg_pipe *pp, struct pg_store *g, const char *what,
+                         int (*fn)(void *ctx, size_t k, const PGresult *r), void *ctx)
+{
+    if (pg_pipe_begin(pp, g, what, fn, ctx) < 0)
+        return -1;
+    pp->binary = 1;
+    return 0;
+}
+
 int pg_pipe_add(struct pg_pipe *pp, enum pg_stmt i, const struct pg_params *p)
 {
     char name[16];
@@ -219,7 +228,7 @@ int pg_pipe_add(struct pg_pipe *pp, enum pg_stmt i, const struct pg_params *p)
     if (pp->failed)
         return -1;
     snprintf(name, sizeof name, "h%d", (int)i);
-    if (!PQsendQueryPrepared(pp->g->conn, name, p->n, p->v, p->len, p->fmt, 0)) {
+    if (!PQsendQueryPrepared(pp->g->conn, name, p->n, p->v, p->len, p->fmt, pp->binary)) {
         pp->failed = 1;
         return pg_fail(pp->g, NULL, pp->what);
     }
@@ -480,6 +489,7 @@ static const struct store_ops pg_ops = {
     .health_load = pg_health_load,
     .enqueue = pg_enqueue,
     .claim = pg_claim,
+    .claim_many = pg_claim_many,
     .next_due = pg_next_due,
     .settle = pg_settle,
     .requeue = pg_requeue,

@@ -83,42 +83,61 @@ int pg_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
     return 0;
 }
 
+/* The claimed rows of one result, in order, to fn; 0, or -1 when fn
+ * stopped (out of memory). */
+static void claimed_row(const PGresult *r, int i, int64_t endpoint_id, struct store_claimed *row)
+{
+    row->id = pg_i64(r, i, 0, 0);
+    row->endpoint_id = endpoint_id;
+    row->event_id = pg_str(r, i, 1);
+    row->payload = PQgetvalue(r, i, 2);
+    row->payload_len = (size_t)PQgetlength(r, i, 2);
+    row->attempt_count = (int)pg_i64(r, i, 3, 0);
+    row->max_attempts = (int)pg_i64(r, i, 4, 0);
+    row->created_at = pg_i64(r, i, 5, 0);
+    row->event_type = pg_str(r, i, 6);
+}
+
+static int claimed_rows(const PGresult *r, int64_t endpoint_id, int (*fn)(void *ctx, const struct store_claimed *row),
+                        void *ctx, int *n)
+{
+    struct store_claimed row;
+    int i, rows = PQntuples(r);
+
+    for (i = 0; i < rows; i++) {
+        claimed_row(r, i, endpoint_id, &row);
+        if (fn(ctx, &row) != 0)
+            return -1;
+        (*n)++;
+    }
+    return 0;
+}
+
+static void claim_params(struct pg_params *p, int64_t endpoint_id, int64_t now, int limit)
+{
+    pg_p_init(p);
+    pg_p_i64(p, endpoint_id);
+    pg_p_i64(p, now);
+    pg_p_i64(p, limit);
+}
+
 int pg_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int ordered,
              int (*fn)(void *ctx, const struct store_claimed *row), void *ctx, int *n)
 {
     struct pg_store *g = (struct pg_store *)s;
-    struct store_claimed row;
     struct pg_params p;
     PGresult *r;
-    int i, rows;
+    int rc;
 
     *n = 0;
-    pg_p_init(&p);
-    pg_p_i64(&p, endpoint_id);
-    pg_p_i64(&p, now);
-    pg_p_i64(&p, limit);
+    claim_params(&p, endpoint_id, now, limit);
     /* binary: the payload's bytes as they are, no hex to decode */
     if (!(r = pg_exec(g, ordered ? PG_CLAIM_ORDERED : PG_CLAIM, &p, 1, "claim")))
         return -1;
-    rows = PQntuples(r);
-    for (i = 0; i < rows; i++) {
-        row.id = pg_i64(r, i, 0, 0);
-        row.endpoint_id = endpoint_id;
-        row.event_id = pg_str(r, i, 1);
-        row.payload = PQgetvalue(r, i, 2);
-        row.payload_len = (size_t)PQgetlength(r, i, 2);
-        row.attempt_count = (int)pg_i64(r, i, 3, 0);
-        row.max_attempts = (int)pg_i64(r, i, 4, 0);
-        row.created_at = pg_i64(r, i, 5, 0);
-        row.event_type = pg_str(r, i, 6);
-        if (fn(ctx, &row) != 0) {
-            PQclear(r);  /* the caller rolls the transaction back */
-            return store_fail(s, STORE_E_NOMEM, "claim: out of memory");
-        }
-        (*n)++;
-    }
+    rc = claimed_rows(r, endpoint_id, fn, ctx, n);
     PQclear(r);
-    return 0;
+    /* the caller rolls the transaction back */
+    return rc < 0 ? store_fail(s, STORE_E_NOMEM, "claim: out of memory") : 0;
 }
 
 int pg_next_due(struct store *s, int64_t endpoint_id, int ordered, int64_t *at)
@@ -430,4 +449,193 @@ int pg_import_rows(struct store *s, struct store_row *v, size_t n)
             break;
     }
     return pg_pipe_end(&pp);
+}
+
+/* ---- several endpoints' claims at once ---- */
+
+struct many {
+    struct store_claim_want *w;
+    size_t *idx;          /* statement's number (from 0) -> index in w */
+    int (*fn)(void *ctx, size_t k, const struct store_claimed *row);
+    void *ctx;
+    size_t k;             /* the want whose rows claimed_rows is handing out */
+};
+
+static int many_row(void *arg, const struct store_claimed *row)
+{
+    struct many *m = arg;
+
+    return m->fn(m->ctx, m->k, row);
+}
+
+/* an ordered endpoint's claim, one per pipeline statement */
+static int many_claimed(void *arg, size_t k, const PGresult *r)
+{
+    struct many *m = arg;
+
+    m->k = m->idx[k];
+    m->w[m->k].n = 0;
+    return claimed_rows(r, m->w[m->k].endpoint_id, many_row, m, &m->w[m->k].n);
+}
+
+static int many_due(void *arg, size_t k, const PGresult *r)
+{
+    struct many *m = arg;
+
+    m->w[m->idx[k]].next_due = PQntuples(r) > 0 ? pg_i64(r, 0, 0, INT64_MAX) : INT64_MAX;
+    return 0;
+}
+
+/* Unordered endpoints (nearly all) in one claim statement over arrays;
+ * endpoints with an ordering key one statement each, pipelined. */
+static int claim_unordered(struct pg_store *g, int64_t now, struct many *m, size_t nu)
+{
+    struct store_claim_want *w = m->w;
+    struct buf eps = {0}, lims = {0};
+    struct pg_params p;
+    PGresult *r = NULL;
+    size_t i;
+    int rows, k, rc = -1;
+
+    buf_puts(&eps, "{");
+    buf_puts(&lims, "{");
+    for (i = 0; i < nu; i++) {
+        arr_i64(&eps, w[m->idx[i]].endpoint_id);
+        arr_i64(&lims, w[m->idx[i]].limit);
+    }
+    buf_puts(&eps, "}");
+    buf_puts(&lims, "}");
+    if (eps.failed || lims.failed) {
+        store_fail(&g->base, STORE_E_NOMEM, "claim: out of memory");
+        goto out;
+    }
+    pg_p_init(&p);
+    pg_p_text(&p, eps.p);
+    pg_p_text(&p, lims.p);
+    pg_p_i64(&p, now);
+    if (!(r = pg_exec(g, PG_CLAIM_MANY, &p, 1, "claim")))
+        goto out;
+    rows = PQntuples(r);
+    for (k = 0; k < rows; k++) {
+        int64_t ord = pg_i64(r, k, 7, 0);
+        struct store_claimed row;
+        size_t wi;
+        if (ord < 1 || (size_t)ord > nu)
+            continue;   /* cannot happen: the numbers are the array's */
+        wi = m->idx[ord - 1];
+        claimed_row(r, k, w[wi].endpoint_id, &row);
+        if (m->fn(m->ctx, wi, &row) != 0) {
+            store_fail(&g->base, STORE_E_NOMEM, "claim: out of memory");
+            goto out;
+        }
+        w[wi].n++;
+    }
+    rc = 0;
+out:
+    PQclear(r);
+    buf_free(&eps);
+    buf_free(&lims);
+    return rc;
+}
+
+/* next_due of the unordered endpoints that got fewer than their limit */
+static int due_unordered(struct pg_store *g, struct many *m, size_t nu)
+{
+    struct buf eps = {0};
+    struct pg_params p;
+    PGresult *r;
+    size_t i;
+    int k, rows;
+
+    buf_puts(&eps, "{");
+    for (i = 0; i < nu; i++)
+        arr_i64(&eps, m->w[m->idx[i]].endpoint_id);
+    buf_puts(&eps, "}");
+    if (eps.failed) {
+        buf_free(&eps);
+        return store_fail(&g->base, STORE_E_NOMEM, "next due: out of memory");
+    }
+    pg_p_init(&p);
+    pg_p_text(&p, eps.p);
+    r = pg_exec(g, PG_NEXT_DUE_MANY, &p, 0, "next due");
+    buf_free(&eps);
+    if (!r)
+        return -1;
+    rows = PQntuples(r);
+    for (k = 0; k < rows; k++) {
+        int64_t ord = pg_i64(r, k, 0, 0);
+        if (ord >= 1 && (size_t)ord <= nu)
+            m->w[m->idx[ord - 1]].next_due = pg_i64(r, k, 1, INT64_MAX);
+    }
+    PQclear(r);
+    return 0;
+}
+
+/* Ordered endpoints, one pipelined statement each (stmt: the claim or
+ * next_due); m->idx lists them. */
+static int pipe_ordered(struct pg_store *g, int64_t now, struct many *m, size_t no, int due)
+{
+    struct pg_pipe pp;
+    struct pg_params p;
+    size_t i;
+
+    if (no == 0)
+        return 0;
+    if ((due ? pg_pipe_begin(&pp, g, "next due", many_due, m) : pg_pipe_begin_binary(&pp, g, "claim", many_claimed, m)) <
+        0)
+        return -1;
+    for (i = 0; i < no; i++) {
+        struct store_claim_want *w = &m->w[m->idx[i]];
+        if (due) {
+            pg_p_init(&p);
+            pg_p_i64(&p, w->endpoint_id);
+        } else {
+            claim_params(&p, w->endpoint_id, now, w->limit);
+        }
+        if (pg_pipe_add(&pp, due ? PG_NEXT_DUE_ORDERED : PG_CLAIM_ORDERED, &p) < 0)
+            break;
+    }
+    return pg_pipe_end(&pp);
+}
+
+/* Which wants to run now: ordered or not, and (after the claims) only
+ * those short of their limit; their indexes into m->idx. */
+static size_t pick(struct many *m, size_t n, int ordered, int short_only)
+{
+    size_t k, c = 0;
+
+    for (k = 0; k < n; k++)
+        if ((m->w[k].ordered != 0) == ordered && (!short_only || m->w[k].n < m->w[k].limit))
+            m->idx[c++] = k;
+    return c;
+}
+
+/* At most four round trips whatever the number of endpoints: the
+ * unordered claims in one statement and the ordered ones in a pipeline,
+ * then next_due of those that got fewer than their limit, the same way. */
+int pg_claim_many(struct store *s, int64_t now, struct store_claim_want *w, size_t n,
+                  int (*fn)(void *ctx, size_t k, const struct store_claimed *row), void *ctx)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    struct many m = {w, NULL, fn, ctx, 0};
+    size_t k, c;
+    int rc = -1;
+
+    if (n == 0)
+        return 0;
+    if (!(m.idx = malloc(n * sizeof *m.idx)))
+        return store_fail(s, STORE_E_NOMEM, "claim: out of memory");
+    for (k = 0; k < n; k++) {
+        w[k].n = 0;
+        w[k].next_due = INT64_MAX;
+    }
+    if (((c = pick(&m, n, 0, 0)) > 0 && claim_unordered(g, now, &m, c) < 0) ||
+        pipe_ordered(g, now, &m, pick(&m, n, 1, 0), 0) < 0 ||
+        ((c = pick(&m, n, 0, 1)) > 0 && due_unordered(g, &m, c) < 0) ||
+        pipe_ordered(g, now, &m, pick(&m, n, 1, 1), 1) < 0)
+        goto out;
+    rc = 0;
+out:
+    free(m.idx);
+    return rc;
 }

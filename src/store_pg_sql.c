@@ -53,6 +53,22 @@ const char *const pg_sql[PG__COUNT] = {
     [PG_FIND] = "SELECT id FROM hookd_queue WHERE endpoint_id = $1 AND event_id = $2",
     [PG_CLAIM] = PG_CLAIM_SQL(""),
     [PG_CLAIM_ORDERED] = PG_CLAIM_SQL(" AND " PG_KEY_FREE),
+    /* unordered endpoints' claims in one statement: $1 the endpoints,
+     * $2 their limits; each row comes with its endpoint's number k */
+    [PG_CLAIM_MANY] =
+        "WITH w AS (SELECT * FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS w(ep, lim, k)), "
+        "c AS (SELECT w.k, x.id FROM w CROSS JOIN LATERAL (SELECT q.id FROM hookd_queue q "
+        "WHERE q.endpoint_id = w.ep AND q.status IN ('pending', 'failed') AND q.next_attempt_at <= " TS("$3")
+        " ORDER BY q.next_attempt_at, q.id LIMIT w.lim FOR UPDATE SKIP LOCKED) x), "
+        "u AS (UPDATE hookd_queue q SET status = 'in_flight', claimed_at = " TS("$3") " "
+        "WHERE q.id = ANY (ARRAY(SELECT id FROM c)) RETURNING q.id, q.event_id, q.payload, q.attempt_count, "
+        "q.max_attempts, q.created_at, q.event_type, q.next_attempt_at) "
+        "SELECT u.id, u.event_id, u.payload, u.attempt_count, u.max_attempts, " MS("u.created_at") ", "
+        "u.event_type, c.k FROM u JOIN c ON c.id = u.id ORDER BY c.k, u.next_attempt_at, u.id",
+    /* the next due time of unordered endpoints, one statement */
+    [PG_NEXT_DUE_MANY] =
+        "SELECT w.k, (SELECT " MS("min(q.next_attempt_at)") " FROM hookd_queue q WHERE q.endpoint_id = w.ep "
+        "AND q.status IN ('pending', 'failed')) FROM unnest($1::bigint[]) WITH ORDINALITY AS w(ep, k)",
     [PG_NEXT_DUE] =
         "SELECT " MS("min(next_attempt_at)") " FROM hookd_queue "
         "WHERE endpoint_id = $1 AND status IN ('pending', 'failed')",

@@ -353,6 +353,68 @@ static int64_t enqueue_keyed(struct fx *f, int64_t ep, const char *eid, const ch
     return e.id;
 }
 
+struct many_seen {
+    size_t k[16];
+    int64_t id[16];
+    size_t payload_len[16];
+    int n;
+};
+
+static int many_take(void *ctx, size_t k, const struct store_claimed *row)
+{
+    struct many_seen *m = ctx;
+
+    assert_true(m->n < 16);
+    m->k[m->n] = k;
+    m->id[m->n] = row->id;
+    m->payload_len[m->n++] = row->payload_len;
+    return 0;
+}
+
+/* claim_many (a backend that has it) takes what claim would for each
+ * endpoint, rows tagged with their endpoint's index, and gives the next
+ * due time of those that got fewer than their limit. */
+static void claim_many_takes_what_claim_would(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0), c = put_endpoint(f, "c", 0);
+    int64_t a1, a2, b1, b3;
+    struct store_claim_want w[3];
+    struct many_seen m = {0};
+
+    if (!f->w->ops->claim_many)
+        return;   /* the caller loops over claim and next_due: the cases above */
+    a1 = enqueue_at(f, a, "a1", T0, NULL);
+    a2 = enqueue_at(f, a, "a2", T0 + 1, NULL);
+    enqueue_at(f, a, "a3", T0 + 2, NULL);
+    b1 = enqueue_keyed(f, b, "b1", "k", T0);
+    enqueue_keyed(f, b, "b2", "k", T0);    /* held back by b1 */
+    b3 = enqueue_keyed(f, b, "b3", "j", T0);
+    enqueue_at(f, c, "c1", T0 + 500, NULL); /* not due */
+    w[0] = (struct store_claim_want){a, 2, 0, -1, 0};
+    w[1] = (struct store_claim_want){b, 10, 1, -1, 0};
+    w[2] = (struct store_claim_want){c, 5, 0, -1, 0};
+    begin(f);
+    OK(f->w->ops->claim_many(f->w, T0 + 10, w, 3, many_take, &m));
+    commit(f);
+    assert_int_equal(w[0].n, 2);
+    assert_int_equal(w[1].n, 2);
+    assert_int_equal(w[2].n, 0);
+    assert_int_equal(m.n, 4);
+    assert_int_equal(m.k[0], 0);
+    assert_int_equal(m.id[0], a1);
+    assert_int_equal(m.k[1], 0);
+    assert_int_equal(m.id[1], a2);
+    assert_int_equal(m.k[2], 1);
+    assert_int_equal(m.id[2], b1);
+    assert_int_equal(m.k[3], 1);
+    assert_int_equal(m.id[3], b3);
+    assert_int_equal(m.payload_len[0], 7);
+    assert_true(w[1].next_due == INT64_MAX);   /* b2 waits for b1: not claimable */
+    assert_int_equal(w[2].next_due, T0 + 500);
+    assert_string_equal(status_of(f, a1), "in_flight");
+}
+
 /* A keyed row waits for every older row of its key; other keys and
  * unkeyed rows do not. */
 static void claim_keeps_each_key_in_order(void **state)
@@ -1175,6 +1237,7 @@ static void export_then_import_moves_the_queue(void **state)
     cmocka_unit_test_setup_teardown(enqueue_dedups_per_endpoint, setup, teardown),             \
         cmocka_unit_test_setup_teardown(claim_takes_due_rows_oldest_first, setup, teardown),   \
         cmocka_unit_test_setup_teardown(claim_keeps_each_key_in_order, setup, teardown),       \
+        cmocka_unit_test_setup_teardown(claim_many_takes_what_claim_would, setup, teardown),   \
         cmocka_unit_test_setup_teardown(attempt_log_keeps_request_and_response, setup, teardown), \
         cmocka_unit_test_setup_teardown(settle_changes_only_rows_in_flight, setup, teardown),  \
         cmocka_unit_test_setup_teardown(release_returns_untried_rows, setup, teardown),        \
