@@ -402,7 +402,7 @@ seed_measure() {
 # seed design runs on the same PostgreSQL build and settings.
 pg_count() { psql "$1" -AtX -c "SELECT count(*) FROM hookd_queue WHERE status = 'delivered'"; }
 bench_postgres() {
-  local port ci d out t0 n rate dr cpu rss ratio
+  local port ci d out t0 n rate dr cpu rss ratio lines
   # in /tmp: the cluster's user must reach it ($work is private)
   pg_dir=$(mktemp -d /tmp/hookd-bench-pg.XXXXXX)
   ci=$(HOOKD_PG_DURABLE=1 "$root/tests/pg/cluster.sh" start "$pg_dir")
@@ -434,26 +434,33 @@ bench_postgres() {
   log "  drained: $n delivered, $dr/s; hookd cpu ${cpu}s; threads: $(thread_cpu "$HOOKD_PID")"
   stop_pid "$HOOKD_PID"
 
-  # streamed: enqueues and deliveries at once, as in the delivery section
-  log "postgres: $DEL_N messages streamed in, 1 endpoint"
-  d=$work/pg-stream
-  psql "$ci" -qAtX -c "CREATE DATABASE stream" >/dev/null
-  write_conf "$d" '[storage]' 'backend = postgres' '[postgres]' "conninfo = ${ci/dbname=postgres/dbname=stream}" \
-    '[delivery]' 'allow_networks = 127.0.0.0/8' '[endpoint.nginx]' "url = http://127.0.0.1:$port/hook"
-  start_hookd "$d"
-  bg out "$BIN/loadgen" enqueue -s "$d/hookd.sock" -e nginx -c 4 -n "$DEL_N" -w 1000 -t pgs ||
-    { log "enqueue failed: $out"; exit 1; }
-  t0=$(kv first_send_ms "$out")
-  n=0
-  while [ "$n" -lt "$DEL_N" ]; do
-    sleep 0.2
-    n=$(pg_count "${ci/dbname=postgres/dbname=stream}")
-    [ $(( $(date +%s%3N) - t0 )) -lt 600000 ] || { log "  WARNING: only $n delivered after 600 s"; break; }
+  # streamed: enqueues and deliveries at once, as in the delivery section,
+  # to 1 endpoint and to 100 on the same host
+  local k rates=() scpus=()
+  for k in 1 100; do
+    log "postgres: $DEL_N messages streamed in, $k endpoint(s)"
+    d=$work/pg-stream$k
+    psql "$ci" -qAtX -c "CREATE DATABASE stream$k" >/dev/null
+    local eflag=(-e nginx) cik=${ci/dbname=postgres/dbname=stream$k}
+    [ "$k" = 1 ] || eflag=(-e nginx -E "$k")
+    mapfile -t lines < <(ep_lines "$port" "$k")
+    write_conf "$d" '[storage]' 'backend = postgres' '[postgres]' "conninfo = $cik" \
+      '[delivery]' 'allow_networks = 127.0.0.0/8' "${lines[@]}"
+    start_hookd "$d"
+    bg out "$BIN/loadgen" enqueue -s "$d/hookd.sock" "${eflag[@]}" -c 4 -n "$DEL_N" -w 1000 -t "pgs$k" ||
+      { log "enqueue failed: $out"; exit 1; }
+    t0=$(kv first_send_ms "$out")
+    n=0
+    while [ "$n" -lt "$DEL_N" ]; do
+      sleep 0.2
+      n=$(pg_count "$cik")
+      [ $(( $(date +%s%3N) - t0 )) -lt 600000 ] || { log "  WARNING: only $n delivered after 600 s"; break; }
+    done
+    rate=$(psql "$cik" -AtX -c "SELECT round($n / (extract(epoch FROM max(delivered_at)) - $t0 / 1000.0)) FROM hookd_queue WHERE status = 'delivered'")
+    rates+=("$rate") scpus+=("$(per_msg_us "$(cpu_s "$HOOKD_PID")" "$DEL_N")")
+    log "  streamed ($k): $n delivered, $rate/s; threads: $(thread_cpu "$HOOKD_PID")"
+    stop_pid "$HOOKD_PID"
   done
-  rate=$(psql "${ci/dbname=postgres/dbname=stream}" -AtX -c "SELECT round($n / (extract(epoch FROM max(delivered_at)) - $t0 / 1000.0)) FROM hookd_queue WHERE status = 'delivered'")
-  local scpu; scpu=$(cpu_s "$HOOKD_PID")
-  log "  streamed: $n delivered, $rate/s; hookd cpu ${scpu}s; threads: $(thread_cpu "$HOOKD_PID")"
-  stop_pid "$HOOKD_PID"
   "$SHARED/bench/receiver-nginx.sh" stop "$work/nginx-pg"
   "$root/tests/pg/cluster.sh" stop "$pg_dir"
   pg_dir=
@@ -461,7 +468,8 @@ bench_postgres() {
   seed_measure
   row "postgres: enqueue/s, 1 node" "$erate" "4 connections, window 1000, paused endpoint, durable commits"
   row "postgres: delivered/s, preloaded then resumed" "$dr" "1 node, default config; the seed's method"
-  row "postgres: delivered/s, streamed in" "$rate" "enqueues and deliveries at once"
+  row "postgres: delivered/s, streamed in, 1 endpoint" "${rates[0]}" "enqueues and deliveries at once; ${scpus[0]} us CPU/msg"
+  row "postgres: delivered/s, streamed in, 100 endpoints" "${rates[1]}" "one nginx; ${scpus[1]} us CPU/msg"
   row "postgres: hookd CPU per message, us, preloaded" "$(per_msg_us "$cpu" "$DEL_N")" "peak RSS $(mib "$rss") MiB"
   if [ -n "$SEED_RATE" ]; then
     ratio=$(div "$dr" "$SEED_RATE")
