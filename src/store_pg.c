@@ -30,27 +30,28 @@ static enum store_errc errc_of(PGconn *conn, const char *state)
     return STORE_E_OTHER;
 }
 
-/* The primary message only: DETAIL may quote a row's values. */
+/* The primary message only: DETAIL may quote a row's values. One line,
+ * without double quotes: it ends up in err="..." of a log line. */
 int pg_fail(struct pg_store *g, const PGresult *res, const char *what)
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    char conn_msg[200];
     size_t n;
+    char *p;
 
-    if (!msg) {
-        /* libpq's own message: connection failures, never row data */
-        snprintf(conn_msg, sizeof conn_msg, "%s", g->conn ? PQerrorMessage(g->conn) : "no connection");
-        n = strlen(conn_msg);
-        while (n > 0 && (conn_msg[n - 1] == '\n' || conn_msg[n - 1] == ' '))
-            conn_msg[--n] = '\0';
-        for (char *p = conn_msg; *p; p++)
-            if (*p == '\n' || *p == '"')
-                *p = ' ';
-        msg = conn_msg;
-    }
-    return store_fail(&g->base, errc_of(g->conn, state), "%s: %s%s%s", what, msg, state ? " sqlstate=" : "",
-                      state ? state : "");
+    if (!msg)   /* libpq's own message: connection failures, never row data */
+        msg = g->conn ? PQerrorMessage(g->conn) : "no connection";
+    store_fail(&g->base, errc_of(g->conn, state), "%s: %s%s%s", what, msg, state ? " sqlstate=" : "",
+               state ? state : "");
+    for (p = g->base.errmsg; *p; p++)
+        if (*p == '\n' || *p == '\t')
+            *p = ' ';
+        else if (*p == '"')
+            *p = '\'';
+    n = strlen(g->base.errmsg);
+    while (n > 0 && g->base.errmsg[n - 1] == ' ')
+        g->base.errmsg[--n] = '\0';
+    return -1;
 }
 
 static int result_ok(const PGresult *r)
