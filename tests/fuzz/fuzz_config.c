@@ -10,6 +10,9 @@
  *    load, the check-config dump contains the text of any secret
  *    ("secret = ..." values, each blank/comma separated token of at least
  *    12 bytes that appears only once in the input);
+ *  - the dump never shows the password of [postgres] conninfo (the value
+ *    of password=..., and the password of a URI's user:password@) when it
+ *    is at least 6 bytes long and appears once in the input;
  *  - a good load keeps its invariants: max_line > max_payload,
  *    base_delay <= max_delay, endpoints have valid names and a URL, at most
  *    SIGN_MAX_SECRETS secrets and ENDPOINT_MAX_HEADERS headers. */
@@ -125,6 +128,30 @@ static size_t find_secrets(const char *in, size_t len, char toks[][300], size_t 
     return n;
 }
 
+/* The conninfo's password as loaded (password=... or a URI's
+ * user:password@), copied into out; 0 when there is none to look for. */
+static int conninfo_password(const char *ci, char *out, size_t cap)
+{
+    const char *p = strstr(ci, "://"), *at, *colon, *v, *e;
+
+    out[0] = '\0';
+    if (p && (at = strchr(p + 3, '@')) && (colon = memchr(p + 3, ':', (size_t)(at - p - 3))) &&
+        (size_t)(at - colon - 1) < cap) {
+        memcpy(out, colon + 1, (size_t)(at - colon - 1));
+        out[at - colon - 1] = '\0';
+    } else if ((p = strstr(ci, "password")) && (v = strchr(p, '='))) {
+        for (v++; *v == ' '; v++)
+            ;
+        for (e = v; *e && *e != ' ' && *e != '&' && *e != '\''; e++)
+            ;
+        if ((size_t)(e - v) < cap) {
+            memcpy(out, v, (size_t)(e - v));
+            out[e - v] = '\0';
+        }
+    }
+    return strlen(out) >= 6 && strcmp(out, "***") != 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static char toks[16][300];
@@ -172,10 +199,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(e->nsecrets <= SIGN_MAX_SECRETS && e->nheaders <= ENDPOINT_MAX_HEADERS, "counts");
         }
         if (f) {
+            char pw[300];
             config_dump(&c, f);
             fclose(f);
             for (i = 0; i < nsec; i++)
                 FUZZ_CHECK(!shows_secret(dump, toks[i]), "check-config output shows secret text '%s'", toks[i]);
+            if (c.pg_conninfo && conninfo_password(c.pg_conninfo, pw, sizeof pw) &&
+                count_occ((const char *)data, size, pw, strlen(pw)) == 1)
+                FUZZ_CHECK(strstr(dump, pw) == NULL, "check-config output shows the conninfo password '%s'", pw);
             free(dump);
         }
         if (devnull)
