@@ -20,7 +20,7 @@ BUILD=${STATIC_BUILD:-build/static}
 MAKE=${MAKE:-make}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 # Bump when the way a dependency is built changes: forces a rebuild of the prefix.
-RECIPE=4
+RECIPE=5
 PREFIX=$CACHE/prefix
 SRC=$CACHE/src
 DL=$CACHE/dl
@@ -280,21 +280,27 @@ build_ncurses() {
 # so the packaged binary talks to PostgreSQL without TLS (sslmode=disable
 # or prefer; README "Scaling past one box" says what that means).
 build_libpq() {
-    cd "$SRC/postgresql-15"
-    rm -rf build-musl; mkdir build-musl; cd build-musl
+    # every step checked: this runs on the left of || (set -e does not apply)
+    cd "$SRC/postgresql-15" || return 1
+    rm -rf build-musl; mkdir build-musl; cd build-musl || return 1
     ../configure CC=musl-gcc CFLAGS="$DEP_CFLAGS" --prefix="$PREFIX" \
         --without-readline --without-zlib --without-icu --without-openssl --without-gssapi \
         --without-ldap --without-lz4 --without-zstd --without-libxml --without-libxslt \
         --without-perl --without-python --without-tcl --without-pam --without-selinux \
-        --without-systemd --disable-nls --disable-rpath
-    $MAKE -C src/include -j"$JOBS"
-    $MAKE -C src/common -j"$JOBS"
-    $MAKE -C src/port -j"$JOBS"
-    $MAKE -C src/interfaces/libpq -j"$JOBS" all-static-lib
+        --without-systemd --disable-nls --disable-rpath || return 1
+    # errcodes.h and the other generated headers (shipped in the tarball,
+    # linked into the build tree) before anything includes them
+    $MAKE -C src/backend generated-headers || return 1
+    $MAKE -C src/common -j"$JOBS" || return 1
+    $MAKE -C src/port -j"$JOBS" || return 1
+    $MAKE -C src/interfaces/libpq -j"$JOBS" all-static-lib || return 1
     mkdir -p "$PREFIX/lib" "$PREFIX/include"
-    cp src/interfaces/libpq/libpq.a src/common/libpgcommon_shlib.a src/port/libpgport_shlib.a "$PREFIX/lib/"
-    cp ../src/interfaces/libpq/libpq-fe.h ../src/include/postgres_ext.h src/include/pg_config_ext.h "$PREFIX/include/"
+    cp src/interfaces/libpq/libpq.a src/common/libpgcommon_shlib.a src/port/libpgport_shlib.a "$PREFIX/lib/" ||
+        return 1
+    cp ../src/interfaces/libpq/libpq-fe.h ../src/include/postgres_ext.h src/include/pg_config_ext.h \
+        "$PREFIX/include/" || return 1
     v=$(sed -n 's/^#define PG_VERSION "\(.*\)"/\1/p' src/include/pg_config.h)
+    [ -n "$v" ] || return 1
     write_pc libpq libpq "$v" "-lpq" "-lpgcommon_shlib -lpgport_shlib -lpthread" "-I\${includedir}"
 }
 
@@ -324,6 +330,9 @@ build_deps() {
     timed libinih build_libinih
     timed ncurses build_ncurses
     timed libpq build_libpq
+    for a in libpq.a libpgcommon_shlib.a libpgport_shlib.a; do
+        [ -f "$PREFIX/lib/$a" ] || die "missing $PREFIX/lib/$a"
+    done
     for pc in sqlite3 libcurl libcjson inih ncursesw libpq; do
         [ -f "$PREFIX/lib/pkgconfig/$pc.pc" ] || die "missing $PREFIX/lib/pkgconfig/$pc.pc"
     done
