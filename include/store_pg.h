@@ -15,7 +15,8 @@
  * transaction reconnects. Error messages carry PostgreSQL's primary
  * message only: its DETAIL can quote row values (payload fields).
  *
- * Files: store_pg.c (connection, schema, transactions, the ops table),
+ * Files: store_pg.c (schema, transactions, the ops table, open),
+ * store_pg_conn.c (connecting, reconnects, statements, pipelines, errors),
  * store_pg_sql.c (the statements and the parameter and column helpers),
  * store_pg_queue.c (enqueue, claim, settle, admin, retention, import),
  * store_pg_endpoint.c (endpoints and their health), store_pg_read.c
@@ -84,6 +85,15 @@ void pg_p_bytes(struct pg_params *p, const char *b, size_t n);
 void pg_p_null(struct pg_params *p);
 /* p50, p95, p99: three values, or three NULLs without latency. */
 void pg_p_latency(struct pg_params *p, int has, int64_t p50, int64_t p95, int64_t p99);
+
+/* A connection with hookd's defaults under the operator's conninfo. */
+PGconn *pg_connect(const struct config *c);
+/* A new connection (or the old one reset): the session, the writer's
+ * lock, the role's statements. */
+int pg_session_setup(struct pg_store *g);
+/* A lost connection reset (and set up again); 0, or -1 with the store's
+ * error (storage_unavailable) when the server cannot be reached. */
+int pg_ensure_conn(struct pg_store *g);
 
 /* Run a prepared statement (results in binary when binary is set).
  * NULL on failure, with the store's error set; otherwise the caller
