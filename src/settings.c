@@ -443,6 +443,9 @@ static void mask_conninfo(char *v)
     }
     for (p = v; (p = strstr(p, "password")) != NULL; p++) {
         char *q = p + 8;
+        /* the rest of the key (a misspelt one too: better masked), blanks */
+        while (*q && *q != '=' && *q != ' ' && *q != '&')
+            q++;
         while (*q == ' ')
             q++;
         if (*q != '=')

@@ -11,8 +11,9 @@
  *    ("secret = ..." values, each blank/comma separated token of at least
  *    12 bytes that appears only once in the input);
  *  - the dump never shows the password of [postgres] conninfo (the value
- *    of password=..., and the password of a URI's user:password@) when it
- *    is at least 6 bytes long and appears once in the input;
+ *    of password=... (a key that starts with "password" counts), and the
+ *    password of a URI's user:password@) when it is at least 6 bytes long
+ *    and appears once in the input;
  *  - a good load keeps its invariants: max_line > max_payload,
  *    base_delay <= max_delay, endpoints have valid names and a URL, at most
  *    SIGN_MAX_SECRETS secrets and ENDPOINT_MAX_HEADERS headers. */
@@ -139,7 +140,14 @@ static int conninfo_password(const char *ci, char *out, size_t cap)
         (size_t)(at - colon - 1) < cap) {
         memcpy(out, colon + 1, (size_t)(at - colon - 1));
         out[at - colon - 1] = '\0';
-    } else if ((p = strstr(ci, "password")) && (v = strchr(p, '='))) {
+    } else if ((p = strstr(ci, "password"))) {
+        /* the key's rest, blanks, '=': where the mask looks */
+        for (v = p + 8; *v && *v != '=' && *v != ' ' && *v != '&'; v++)
+            ;
+        while (*v == ' ')
+            v++;
+        if (*v != '=')
+            return 0;
         for (v++; *v == ' '; v++)
             ;
         for (e = v; *e && *e != ' ' && *e != '&' && *e != '\''; e++)
@@ -205,8 +213,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (i = 0; i < nsec; i++)
                 FUZZ_CHECK(!shows_secret(dump, toks[i]), "check-config output shows secret text '%s'", toks[i]);
             if (c.pg_conninfo && conninfo_password(c.pg_conninfo, pw, sizeof pw) &&
-                count_occ((const char *)data, size, pw, strlen(pw)) == 1)
-                FUZZ_CHECK(strstr(dump, pw) == NULL, "check-config output shows the conninfo password '%s'", pw);
+                count_occ((const char *)data, size, pw, strlen(pw)) == 1) {
+                /* in the conninfo line: the password may be a word the
+                 * dump prints anyway ("synchronous") */
+                char *line = strstr(dump, "\nconninfo = "), *end = line ? strchr(line + 1, '\n') : NULL;
+                if (end)
+                    *end = '\0';
+                FUZZ_CHECK(!line || strstr(line, pw) == NULL, "check-config output shows the conninfo password '%s'",
+                           pw);
+            }
             free(dump);
         }
         if (devnull)

@@ -131,6 +131,43 @@ static void test_secret_never_in_error(void **st)
     config_free(&c);
 }
 
+/* check-config prints [postgres] conninfo with every password form
+ * masked: key=value (quoted too), a URI's user:password@ and its query
+ * parameter, and a key that only starts with "password" (found by
+ * fuzz_config). */
+static void test_conninfo_password_masked(void **st)
+{
+    static const char *const forms[] = {
+        "host=/run/pg user=h password=S3cretPw1 dbname=h",
+        "host=/run/pg password = 'S3cret Pw1' dbname=h",
+        "postgresql://h:S3cretPw1@db/h",
+        "postgresql://h@db/h?sslmode=prefer&password=S3cretPw1",
+        "host=db passwordXX=S3cretPw1",
+    };
+    struct config c;
+    char text[256], err[256], *dump;
+    size_t i, len;
+    FILE *f;
+
+    (void)st;
+    for (i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        snprintf(text, sizeof text, "[storage]\nbackend = postgres\n[postgres]\nconninfo = %s\n", forms[i]);
+        assert_int_equal(load_text(&c, text, err, sizeof err), 0);
+        f = open_memstream(&dump, &len);
+        config_dump(&c, f);
+        fclose(f);
+        if (strstr(dump, "S3cret"))
+            fail_msg("form %zu printed its password", i);
+        assert_non_null(strstr(dump, "***"));
+        free(dump);
+        config_free(&c);
+    }
+    /* postgres needs a conninfo */
+    assert_int_equal(load_text(&c, "[storage]\nbackend = postgres\n", err, sizeof err), -1);
+    assert_non_null(strstr(err, "conninfo"));
+    config_free(&c);
+}
+
 static void test_endpoints(void **st)
 {
     struct config c;
@@ -296,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_units_and_values),
         cmocka_unit_test(test_errors_name_file_line_key_value),
         cmocka_unit_test(test_secret_never_in_error),
+        cmocka_unit_test(test_conninfo_password_masked),
         cmocka_unit_test(test_endpoints),
         cmocka_unit_test(test_postback_keys_and_continuations),
         cmocka_unit_test(test_rate_windows),
