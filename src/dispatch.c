@@ -145,8 +145,10 @@ static void claimed(struct registry *r, struct endpoint *e, int64_t limit, int n
 
 struct batch {
     struct claim_ctx *x;
-    struct endpoint **e;
-    int *probe;
+    struct batch_ep {
+        struct endpoint *e;
+        int probe;
+    } *ep;                        /* beside w[k]: its endpoint, its probe */
 };
 
 static int batch_row(void *arg, size_t k, const struct store_claimed *row)
@@ -154,51 +156,57 @@ static int batch_row(void *arg, size_t k, const struct store_claimed *row)
     struct batch *b = arg;
     int rc;
 
-    b->x->e = b->e[k];
-    b->x->probe = b->probe[k];
+    b->x->e = b->ep[k].e;
+    b->x->probe = b->ep[k].probe;
     rc = claim_row(b->x, row);
-    b->probe[k] = b->x->probe;
+    b->ep[k].probe = b->x->probe;
     return rc;
 }
 
 /* A backend with claim_many (PostgreSQL: a round trip per statement):
  * every admitted endpoint's claim in one call. Each endpoint's limit
- * is reserved from the budget when it is admitted. */
+ * is reserved from the budget when it is admitted. The arrays grow with
+ * the endpoints admitted, not with all of them (10,000 endpoints with
+ * a few due must not cost a large allocation per round). */
 static int claim_batched(struct registry *r, struct store *st, int64_t now, int64_t now_mono, int64_t budget,
                          struct claim_ctx *x, size_t start)
 {
     struct store_claim_want *w = NULL;
-    struct batch b = {x, NULL, NULL};
-    size_t k, m = 0;
+    struct batch b = {x, NULL};
+    size_t k, m = 0, cap = 0;
     int rc = -1;
 
-    if (!(w = malloc(r->n * sizeof *w)) || !(b.e = malloc(r->n * sizeof *b.e)) ||
-        !(b.probe = malloc(r->n * sizeof *b.probe))) {
-        store_fail(st, STORE_E_NOMEM, "claim: out of memory");
-        goto out;
-    }
     for (k = 0; k < r->n && budget > 0; k++) {
         struct endpoint *e = r->v[(start + k) % r->n];
-        int64_t limit = admit(r, e, now, now_mono, budget, &b.probe[m]);
+        int probe;
+        int64_t limit = admit(r, e, now, now_mono, budget, &probe);
         if (limit <= 0)
             continue;
-        w[m].endpoint_id = e->id;
-        w[m].limit = (int)limit;
-        w[m].ordered = e->conf->order_tpl.nmacros > 0;
-        w[m].n = 0;
-        w[m].next_due = INT64_MAX;
-        b.e[m++] = e;
+        if (m == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            struct store_claim_want *nw = realloc(w, nc * sizeof *nw);
+            struct batch_ep *ne = nw ? realloc(b.ep, nc * sizeof *ne) : NULL;
+            if (nw)
+                w = nw;
+            if (!ne) {   /* the caller rolls the round back, admissions too */
+                store_fail(st, STORE_E_NOMEM, "claim: out of memory");
+                goto out;
+            }
+            b.ep = ne;
+            cap = nc;
+        }
+        w[m] = (struct store_claim_want){e->id, (int)limit, e->conf->order_tpl.nmacros > 0, 0, INT64_MAX};
+        b.ep[m++] = (struct batch_ep){e, probe};
         budget -= limit;
     }
     if (m > 0 && st->ops->claim_many(st, now, w, m, batch_row, &b) < 0)
         goto out;
     for (k = 0; k < m; k++)
-        claimed(r, b.e[k], w[k].limit, w[k].n, b.probe[k], w[k].next_due);
+        claimed(r, b.ep[k].e, w[k].limit, w[k].n, b.ep[k].probe, w[k].next_due);
     rc = 0;
 out:
     free(w);
-    free(b.e);
-    free(b.probe);
+    free(b.ep);
     return rc;
 }
 

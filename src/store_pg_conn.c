@@ -94,24 +94,21 @@ static int prepare_all(struct pg_store *g)
 PGresult *pg_exec(struct pg_store *g, enum pg_stmt i, const struct pg_params *p, int binary, const char *what)
 {
     int idle = PQtransactionStatus(g->conn) != PQTRANS_INTRANS && PQtransactionStatus(g->conn) != PQTRANS_INERROR;
+    int tries = idle ? 2 : 1;
     char name[16];
-    PGresult *r;
+    PGresult *r = NULL;
 
-    if (idle && pg_ensure_conn(g) < 0)
-        return NULL;
     snprintf(name, sizeof name, "h%d", (int)i);
-    r = PQexecPrepared(g->conn, name, p ? p->n : 0, p ? p->v : NULL, p ? p->len : NULL, p ? p->fmt : NULL,
-                       binary);
-    if (r && result_ok(r))
-        return r;
-    if (idle && PQstatus(g->conn) == CONNECTION_BAD) {
+    while (tries-- > 0) {
         PQclear(r);
-        if (pg_ensure_conn(g) < 0)
+        if (idle && pg_ensure_conn(g) < 0)
             return NULL;
         r = PQexecPrepared(g->conn, name, p ? p->n : 0, p ? p->v : NULL, p ? p->len : NULL, p ? p->fmt : NULL,
                            binary);
         if (r && result_ok(r))
             return r;
+        if (PQstatus(g->conn) != CONNECTION_BAD)
+            break;   /* the statement failed, not the connection */
     }
     pg_fail(g, r, what);
     PQclear(r);

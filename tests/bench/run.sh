@@ -400,9 +400,19 @@ seed_measure() {
 # One node on a private cluster with PostgreSQL's durable defaults
 # (tests/pg/cluster.sh, HOOKD_PG_DURABLE=1), nginx as the receiver; the
 # seed design runs on the same PostgreSQL build and settings.
-pg_count() { psql "$1" -AtX -c "SELECT count(*) FROM hookd_queue WHERE status = 'delivered'"; }
+# pg_rate CONNINFO T0_MS: wait (the database's own count, polled) until
+# DEL_N are delivered, then print delivered/s from T0 to the last one
+pg_rate() {
+  local ci=$1 t0=$2 n=0
+  while [ "$n" -lt "$DEL_N" ]; do
+    sleep 0.2
+    n=$(psql "$ci" -AtX -c "SELECT count(*) FROM hookd_queue WHERE status = 'delivered'")
+    [ $(( $(date +%s%3N) - t0 )) -lt 600000 ] || { log "  WARNING: only $n delivered after 600 s"; break; }
+  done
+  psql "$ci" -AtX -c "SELECT round($n / (extract(epoch FROM max(delivered_at)) - $t0 / 1000.0)) FROM hookd_queue WHERE status = 'delivered'"
+}
 bench_postgres() {
-  local port ci d out t0 n rate dr cpu rss ratio lines
+  local port ci d out t0 rate dr cpu rss ratio lines
   # in /tmp: the cluster's user must reach it ($work is private)
   pg_dir=$(mktemp -d /tmp/hookd-bench-pg.XXXXXX)
   ci=$(HOOKD_PG_DURABLE=1 "$root/tests/pg/cluster.sh" start "$pg_dir")
@@ -423,15 +433,9 @@ bench_postgres() {
   local erate; erate=$(kv enqueue_rate "$out")
   t0=$(date +%s%3N)
   "$HOOKD" resume nginx -s "$d/hookd.sock" >/dev/null
-  n=0
-  while [ "$n" -lt "$DEL_N" ]; do   # the database's own count, polled
-    sleep 0.2
-    n=$(pg_count "${ci/dbname=postgres/dbname=drain}")
-    [ $(( $(date +%s%3N) - t0 )) -lt 600000 ] || { log "  WARNING: only $n delivered after 600 s"; break; }
-  done
-  dr=$(psql "${ci/dbname=postgres/dbname=drain}" -AtX -c "SELECT round($n / (extract(epoch FROM max(delivered_at)) - $t0 / 1000.0)) FROM hookd_queue WHERE status = 'delivered'")
+  dr=$(pg_rate "${ci/dbname=postgres/dbname=drain}" "$t0")
   cpu=$(cpu_s "$HOOKD_PID") rss=$(peak_rss_kb "$HOOKD_PID")
-  log "  drained: $n delivered, $dr/s; hookd cpu ${cpu}s; threads: $(thread_cpu "$HOOKD_PID")"
+  log "  drained: $dr/s; hookd cpu ${cpu}s; threads: $(thread_cpu "$HOOKD_PID")"
   stop_pid "$HOOKD_PID"
 
   # streamed: enqueues and deliveries at once, as in the delivery section,
@@ -449,16 +453,9 @@ bench_postgres() {
     start_hookd "$d"
     bg out "$BIN/loadgen" enqueue -s "$d/hookd.sock" "${eflag[@]}" -c 4 -n "$DEL_N" -w 1000 -t "pgs$k" ||
       { log "enqueue failed: $out"; exit 1; }
-    t0=$(kv first_send_ms "$out")
-    n=0
-    while [ "$n" -lt "$DEL_N" ]; do
-      sleep 0.2
-      n=$(pg_count "$cik")
-      [ $(( $(date +%s%3N) - t0 )) -lt 600000 ] || { log "  WARNING: only $n delivered after 600 s"; break; }
-    done
-    rate=$(psql "$cik" -AtX -c "SELECT round($n / (extract(epoch FROM max(delivered_at)) - $t0 / 1000.0)) FROM hookd_queue WHERE status = 'delivered'")
+    rate=$(pg_rate "$cik" "$(kv first_send_ms "$out")")
     rates+=("$rate") scpus+=("$(per_msg_us "$(cpu_s "$HOOKD_PID")" "$DEL_N")")
-    log "  streamed ($k): $n delivered, $rate/s; threads: $(thread_cpu "$HOOKD_PID")"
+    log "  streamed ($k): $rate/s; threads: $(thread_cpu "$HOOKD_PID")"
     stop_pid "$HOOKD_PID"
   done
   "$SHARED/bench/receiver-nginx.sh" stop "$work/nginx-pg"

@@ -529,27 +529,61 @@ CREATE OR REPLACE VIEW compat.endpoint_history AS SELECT endpoint_id, compat.ms(
     delivered, failed, breaker_opens, p50_ms, p95_ms, p99_ms, sample_count FROM public.endpoint_history;
 """
 
-_pg = {"dir": None, "conninfo": None, "n": 0}
+class PgCluster:
+    """A private PostgreSQL cluster (tests/pg/cluster.sh): start(), down()
+    and up() (a server restart, data kept), stop() (gone), new_db(name) ->
+    conninfo, psql(db, sql) -> rows of text fields."""
+    SCRIPT = str(ROOT / "tests" / "pg" / "cluster.sh")
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="hookd-pg.")
+        self.conninfo = None
+        self.n = 0
+
+    def _run(self, action):
+        out = subprocess.run([self.SCRIPT, action, self.dir], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, "cluster.sh %s: %s" % (action, out.stderr)
+        return out.stdout.strip()
+
+    def start(self):
+        self.conninfo = self._run("start")
+
+    def down(self):
+        self._run("down")
+
+    def up(self):
+        self._run("up")
+
+    def stop(self):
+        subprocess.run([self.SCRIPT, "stop", self.dir], capture_output=True, timeout=120)
+
+    def new_db(self, name):
+        self.psql("postgres", "CREATE DATABASE %s" % name)
+        return self.conninfo.replace("dbname=postgres", "dbname=%s" % name)
+
+    def psql(self, db, sql):
+        ci = self.conninfo.replace("dbname=postgres", "dbname=%s" % db)
+        out = subprocess.run(["psql", ci, "-AtX", "-F", "|", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, "psql: %s\n%s" % (sql, out.stderr)
+        return [line.split("|") for line in out.stdout.splitlines()]
+
+
+_pg = []   # this process's cluster for HOOKD_TEST_BACKEND=postgres
 
 
 def pg_test_database():
     """A new database on this process's private cluster (started on first
     use, stopped at exit); returns its conninfo."""
     import atexit
-    if _pg["conninfo"] is None:
-        d = tempfile.mkdtemp(prefix="hookd-pg.")
-        out = subprocess.run([str(ROOT / "tests" / "pg" / "cluster.sh"), "start", d], capture_output=True,
-                             text=True, timeout=120)
-        assert out.returncode == 0, out.stderr
-        _pg["dir"], _pg["conninfo"] = d, out.stdout.strip()
-        atexit.register(lambda: subprocess.run([str(ROOT / "tests" / "pg" / "cluster.sh"), "stop", d],
-                                               capture_output=True, timeout=120))
-    _pg["n"] += 1
-    name = "d%d_%d" % (os.getpid(), _pg["n"])
-    out = subprocess.run(["psql", _pg["conninfo"], "-qAtX", "-c", "CREATE DATABASE %s" % name],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    return _pg["conninfo"].replace("dbname=postgres", "dbname=" + name)
+    if not _pg:
+        c = PgCluster()
+        c.start()
+        _pg.append(c)
+        atexit.register(c.stop)
+    c = _pg[0]
+    c.n += 1
+    return c.new_db("d%d_%d" % (os.getpid(), c.n))
 
 
 def base_sections(workdir, sockdir):

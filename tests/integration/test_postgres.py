@@ -20,54 +20,14 @@ into a temp directory, Unix socket only) and a database per test:
 """
 import os
 import subprocess
-import tempfile
 
 import pytest
 
-from conftest import HOOKD_BIN, ROOT, SECRET_A, Reply, error_code, verify_signature, wait_until
-
-CLUSTER = str(ROOT / "tests" / "pg" / "cluster.sh")
-
-
-class Cluster:
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="hookd-pg.")
-        self.conninfo = None
-        self.n = 0
-
-    def start(self):
-        out = subprocess.run([CLUSTER, "start", self.dir], capture_output=True, text=True, timeout=120)
-        assert out.returncode == 0, out.stderr
-        self.conninfo = out.stdout.strip()
-
-    def pg_ctl(self, action):
-        bindir = subprocess.run("ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1", shell=True,
-                                capture_output=True, text=True).stdout.strip()
-        cmd = [bindir + "/pg_ctl", "-D", self.dir + "/data", "-w", "-l", self.dir + "/server.log",
-               "-o", "-k %s -c listen_addresses= -c fsync=off" % self.dir, action]
-        if os.getuid() == 0:
-            cmd = ["runuser", "-u", "postgres", "--"] + cmd
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        assert out.returncode == 0, out.stderr
-
-    def stop(self):
-        subprocess.run([CLUSTER, "stop", self.dir], capture_output=True, timeout=120)
-
-    def new_db(self, name):
-        self.psql("postgres", "CREATE DATABASE %s" % name)
-        return self.conninfo.replace("dbname=postgres", "dbname=%s" % name)
-
-    def psql(self, db, sql):
-        ci = self.conninfo.replace("dbname=postgres", "dbname=%s" % db)
-        out = subprocess.run(["psql", ci, "-AtX", "-F", "|", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                             capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0, "psql: %s\n%s" % (sql, out.stderr)
-        return [line.split("|") for line in out.stdout.splitlines()]
-
+from conftest import HOOKD_BIN, SECRET_A, PgCluster, Reply, error_code, verify_signature, wait_until
 
 @pytest.fixture(scope="module")
 def cluster():
-    c = Cluster()
+    c = PgCluster()
     c.start()
     yield c
     c.stop()
@@ -263,7 +223,7 @@ def test_second_node_refused(hookd, pgdb):
 
 
 def test_database_restart_answers_unavailable_then_recovers(hookd, receiver, tmp_path):
-    own = Cluster()   # this test stops its server: not the shared one
+    own = PgCluster()   # this test stops its server: not the shared one
     try:
         own.start()
         ci = own.new_db("blink")
@@ -278,13 +238,13 @@ def test_database_restart_answers_unavailable_then_recovers(hookd, receiver, tmp
                 assert c.enqueue("s", {"i": i}, event_id="slow%d" % i)["ok"] is True
         wait_until(lambda: rcv.count("/a") >= 20, 15, msg="first 20 delivered")
         rcv.wait_for(1, 15, path="/slow")   # a slow delivery is under way: it ends while the database is down
-        own.pg_ctl("stop")
+        own.down()
         with d.client() as c:
             r = c.enqueue("a", {"i": -1}, event_id="while-down")
         assert r.get("ok") is not True and error_code(r) == "storage_unavailable", r
         assert d.running, "hookd must not exit because the database went away"
         wait_until(lambda: any(q.t_done for q in rcv.snapshot("/slow")), 15, msg="a slow delivery answered")
-        own.pg_ctl("start")
+        own.up()
         acked = []
 
         def enqueue_ok():
@@ -316,7 +276,7 @@ def test_shutdown_while_database_down_exits_and_redelivers(hookd, receiver):
     """SIGTERM while the database is away and a result is waiting to be
     recorded: hookd exits within its grace period instead of waiting for
     ever; the message goes back to the queue at the next start."""
-    own = Cluster()
+    own = PgCluster()
     try:
         own.start()
         ci = own.new_db("away")
@@ -326,11 +286,11 @@ def test_shutdown_while_database_down_exits_and_redelivers(hookd, receiver):
                   sections=pg_sections(ci, {"delivery": {"shutdown_grace": "2s"}}))
         assert d.enqueue("s", {"i": 1}, event_id="s1")["ok"] is True
         rcv.wait_for(1, 15, path="/slow")
-        own.pg_ctl("stop")
+        own.down()
         wait_until(lambda: any(q.t_done for q in rcv.snapshot("/slow")), 15, msg="the delivery answered")
         assert d.terminate(timeout=20) == 0
         assert "results_not_saved" in d.log()
-        own.pg_ctl("start")
+        own.up()
         d.start()
         wait_until(lambda: rcv.count("/slow") >= 2, 20, msg="delivered again after the restart")
         d.idle(20)

@@ -5,6 +5,9 @@
 #                                    socket in DIR only, no TCP), print the
 #                                    conninfo on stdout
 #   tests/pg/cluster.sh stop DIR     stop it and remove DIR
+#   tests/pg/cluster.sh down DIR     stop the server, keep its data (a
+#                                    restart as tests see it)
+#   tests/pg/cluster.sh up DIR       start it again after down
 #   tests/pg/cluster.sh run CMD...   start one in a new temporary directory,
 #                                    run CMD with HOOKD_TEST_PG set to its
 #                                    conninfo, stop it; CMD's exit status
@@ -52,10 +55,20 @@ start() {
     chmod 700 "$dir"
     as_owner "$bin/initdb" -D "$dir/data" -U hookd -A trust -E UTF8 --locale=C.UTF-8 --no-sync \
         >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
+    up "$dir"
+    echo "host=$dir dbname=postgres user=hookd"
+}
+
+up() {
+    dir=$1
     opts="-k $dir -c listen_addresses= -c max_connections=200"
     [ "${HOOKD_PG_DURABLE:-0}" = 1 ] || opts="$opts -c fsync=off -c full_page_writes=off"
-    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "$opts" start >/dev/null || { cat "$dir/server.log" >&2; die "the server did not start"; }
-    echo "host=$dir dbname=postgres user=hookd"
+    as_owner "$(pgbin)/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "$opts" start >/dev/null ||
+        { cat "$dir/server.log" >&2; die "the server did not start"; }
+}
+
+down() {
+    as_owner "$(pgbin)/pg_ctl" -D "$1/data" -m fast -w stop >/dev/null || die "the server did not stop"
 }
 
 stop() {
@@ -67,6 +80,8 @@ stop() {
 case "${1:-}" in
 start) [ $# -eq 2 ] || die "usage: $0 start DIR"; start "$2" ;;
 stop) [ $# -eq 2 ] || die "usage: $0 stop DIR"; stop "$2" ;;
+down) [ $# -eq 2 ] || die "usage: $0 down DIR"; down "$2" ;;
+up) [ $# -eq 2 ] || die "usage: $0 up DIR"; up "$2" ;;
 run)
     shift
     [ $# -ge 1 ] || die "usage: $0 run CMD..."
@@ -78,5 +93,5 @@ run)
     "$@" || rc=$?
     exit $rc
     ;;
-*) die "usage: $0 start DIR | stop DIR | run CMD..." ;;
+*) die "usage: $0 start DIR | stop DIR | down DIR | up DIR | run CMD..." ;;
 esac
