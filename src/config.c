@@ -64,6 +64,8 @@ struct load_ctx {
     int (*lines)[2];         /* per endpoint: the lines of its url and
                               * ordering_key, checked after the section */
     size_t nlines_cap;
+    char prev_key[64];       /* the last key of a global section, and its line */
+    int prev_line;
 };
 
 /* Long values (a postback URL template easily passes inih's line limit)
@@ -173,6 +175,17 @@ static int config_ini_line(void *user, const char *section, const char *key, con
     }
     if (!key)
         return 1;
+    /* inih hands an indented line over as the previous key again: for a
+     * global setting that would replace its value with the line's text
+     * ("  secret = whsec_..." under path became the path, printed by
+     * check-config; found by fuzz_config). Only an endpoint's long
+     * values continue: here it is refused, its text hidden. */
+    if (line > 0 && line < x->nlines && x->indented[line] && x->prev_line > 0 && x->prev_line < line &&
+        strcmp(x->prev_key, key) == 0)
+        return fail_at(x, line, section, key, value, "an indented line continues the key above it; only an "
+                                                     "endpoint's url and other long values may continue");
+    util_strlcpy(x->prev_key, key, sizeof x->prev_key);
+    x->prev_line = line;
     if (settings_set(x->c, section, key, value, why, sizeof why) < 0)
         return fail_at(x, line, section, key, value, why);
     return 1;
@@ -265,7 +278,7 @@ static int check_line_lengths(struct load_ctx *x, char *err, size_t errlen)
 
 int config_load(struct config *c, const char *path, char *err, size_t errlen)
 {
-    struct load_ctx x = {c, path, err, errlen, 0, NULL, NULL, 0, {0}, 0, NULL, 0};
+    struct load_ctx x = {c, path, err, errlen, 0, NULL, NULL, 0, {0}, 0, NULL, 0, {0}, 0};
     struct netpolicy np;
     int rc;
     size_t i;

@@ -129,6 +129,16 @@ static void test_secret_never_in_error(void **st)
     assert_null(strstr(err, "TOPSECRET"));
     assert_non_null(strstr(err, ":4:"));
     config_free(&c);
+    /* under a global key it would have become that key's value, printed
+     * by check-config (found by fuzz_config): refused, text hidden */
+    assert_int_equal(load_text(&c, "[storage]\npath = ./x.db\n  secret = whsec_TOPSECRET\n", err, sizeof err), -1);
+    assert_null(strstr(err, "TOPSECRET"));
+    assert_non_null(strstr(err, ":3:"));
+    config_free(&c);
+    /* an indented key of its own is still a key */
+    assert_int_equal(load_text(&c, "[storage]\n  path = ./y.db\n", err, sizeof err), 0);
+    assert_string_equal(c.db_path, "./y.db");
+    config_free(&c);
 }
 
 /* check-config prints [postgres] conninfo with every password form
