@@ -30,6 +30,9 @@ struct config {
     int64_t batch_max;
     /* [postgres] */
     char *pg_conninfo;
+    char *pg_node_name;   /* "" in the file: the host name (config_load fills it in) */
+    int64_t pg_lease_ms;
+    int64_t pg_poll_ms;
     /* [server] */
     char *socket_path;
     char *group;

@@ -5,10 +5,17 @@
  * work. Every job does a bounded amount of work so none can stall
  * acknowledgements.
  *
+ * Several nodes on one database: a job marked once per cluster (retention,
+ * the slow scan, the rollup, the health summary) runs only while this
+ * node leads (cron_set_lead, from the heartbeat); elsewhere its turns pass
+ * without running it, and a node that takes the lead over runs it at its
+ * next turn.
+ *
  * Threads: the table is built before the threads start; afterwards a
  * job's timing fields are touched only by its runner's thread. */
 #ifndef HOOKD_CRON_H
 #define HOOKD_CRON_H
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,18 +34,26 @@ struct cron_job {
     void *ctx;
     int64_t runs;
     int64_t worst_us;   /* longest run so far */
+    int cluster;        /* once per cluster: only while this node leads */
 };
 
 struct cron {
     struct cron_job jobs[CRON_MAX_JOBS];
     size_t n;
     int64_t base_mono;
+    atomic_int lead;    /* 1 (the default): this node runs the cluster's jobs */
 };
 
 void cron_init(struct cron *s, int64_t now_mono);
 /* First run one period after start. -1 when the table is full or the
  * period is not positive. */
 int cron_add(struct cron *s, const char *name, enum cron_runner runner, int64_t period_ms, cron_fn fn, void *ctx);
+/* The same, for a job that runs once per cluster. */
+int cron_add_cluster(struct cron *s, const char *name, enum cron_runner runner, int64_t period_ms, cron_fn fn,
+                     void *ctx);
+/* Does this node lead now? (Any thread.) */
+void cron_set_lead(struct cron *s, int lead);
+int cron_lead(struct cron *s);
 /* Bring a job's next run forward to now_mono + in_ms (a chunked job with
  * more to do). From the job's runner only. */
 void cron_soon(struct cron *s, const char *name, int64_t now_mono, int64_t in_ms);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cluster.h"
 #include "config.h"
 #include "cron.h"
 #include "registry.h"
@@ -18,11 +19,13 @@ struct maint {
     struct store *st;
     struct registry *reg;
     struct cron *cron;
+    struct cluster *cl;
     enum store_errc failed;      /* the last job's store failure (STORE_OK: none) */
 };
 
 /* Add the jobs to the table (runner CRON_WRITER). */
-int maint_register(struct maint *m, const struct config *c, struct store *st, struct registry *reg, struct cron *cron);
+int maint_register(struct maint *m, const struct config *c, struct store *st, struct registry *reg, struct cron *cron,
+                   struct cluster *cl);
 /* Store the reader's rollup and give the endpoints their new p95. */
 void maint_apply_rollup(struct maint *m, const struct store_rollup *v, size_t n);
 /* One retention pass at now: at most cleanup_chunk rows of each kind

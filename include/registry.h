@@ -47,6 +47,9 @@ struct endpoint {
     struct endpoint *next_id, *next_name;   /* hash chains */
     size_t slot;                 /* index in the dense array */
     uint32_t touched;            /* the round its state was saved in */
+    uint32_t locked;             /* shared: the round its health row was read under lock */
+    int stale;                   /* shared: another node blocked it (breaker, pause):
+                                  * read its health row under lock next round */
     struct opsev_flap flap;      /* breaker events' quiet period */
     struct {                     /* this [history] bucket's counts not yet stored */
         int64_t bucket;
@@ -61,6 +64,11 @@ struct registry_undo {
 
 struct registry {
     const struct config *c;
+    /* several nodes share the database (the store has health_lock): the
+     * breaker state is the health row's, read under its lock before it
+     * is judged or changed; limits are this node's share */
+    int shared;
+    int nodes;                   /* live nodes (>= 1): the share's divisor */
     struct endpoint **v;         /* dense, for round-robin claims */
     size_t n, cap;
     size_t rr;                   /* where the next claim round starts */
@@ -104,6 +112,19 @@ struct endpoint *registry_install(struct registry *r, int64_t id, const struct e
 void registry_remove(struct registry *r, struct endpoint *e);
 /* Stored breaker state and latency figures (at start). */
 void registry_load_health(struct registry *r, const struct store_health *h);
+/* Shared: the health row read under lock in this round (store
+ * health_lock): the cluster's breaker state, the ring's next slot, the
+ * paused flag. The endpoint may be judged and saved this round. */
+void registry_sync_health(struct registry *r, const struct store_health *h);
+/* Shared: may this round judge or save e's breaker? (Always when not
+ * shared.) */
+static inline int registry_health_ok(const struct registry *r, const struct endpoint *e)
+{
+    return !r->shared || e->locked == r->round;
+}
+/* Shared: n live nodes; each endpoint's in-flight cap and rate limits
+ * become this node's share (cap / n rounded up; rates and bursts / n). */
+void registry_set_nodes(struct registry *r, int n);
 
 void registry_round_begin(struct registry *r);
 void registry_touch(struct registry *r, struct endpoint *e);
@@ -112,7 +133,8 @@ void registry_round_undo(struct registry *r);
 void registry_round_commit(struct registry *r);
 /* The endpoint's breaker state changed: save it with this round. */
 void registry_mark_health(struct registry *r, struct endpoint *e);
-/* Save the breaker state of the endpoints marked since the last commit. */
+/* Save the breaker state of the endpoints marked since the last commit
+ * (shared: those read under lock this round; the others' marks go). */
 int registry_save_health(struct registry *r, struct store *st, int64_t now);
 /* routine health saves (no breaker change) at most this often per endpoint */
 #define HEALTH_SAVE_EVERY_MS 1000

@@ -127,8 +127,24 @@ struct store_claim_want {
     int64_t endpoint_id;
     int limit;
     int ordered;
+    int checked;                 /* its shared breaker state was read under lock
+                                  * this transaction (health_lock): claim as asked */
     int n;                       /* out: rows claimed */
     int64_t next_due;            /* out, when n < limit: as next_due answers */
+    int blocked;                 /* out, shared backends, unchecked endpoints: nothing
+                                  * was claimed because another node opened its
+                                  * breaker or paused it (read it under lock) */
+};
+
+/* This node among the nodes sharing one database (node_beat). */
+struct store_node {
+    int64_t node_id;             /* this incarnation's row */
+    int nodes;                   /* live nodes, this one included */
+    int lead;                    /* this node runs the cluster's periodic jobs */
+    int lease_lost;              /* it had been declared dead (silent past its
+                                  * lease): it came back as a new node */
+    int64_t taken_over;          /* rows in flight of dead nodes sent back to the queue */
+    int64_t dead_nodes;          /* dead nodes removed */
 };
 
 /* Breaker state and latency figures of one endpoint (endpoint_health). */
@@ -144,6 +160,9 @@ struct store_health {
     int64_t ring_next;           /* the latency ring's next slot */
     int64_t concurrency_limit;   /* the adaptive limit when saved (0: unknown) */
     int64_t failing_since;       /* the current run of failures began (0: not failing) */
+    int probe_out;               /* half_open: the single probe is out (shared backends;
+                                  * health_save stores it as this node's) */
+    int paused;                  /* health_lock only: the endpoint's paused flag */
     /* latency rollup (health_load and the reads; ignored by health_save) */
     int has_latency;
     int64_t p50_ms, p95_ms, p99_ms, sample_count;
@@ -337,6 +356,22 @@ struct store_ops {
      * whose (endpoint, event_id) exists is left untouched (duplicate). */
     int (*import_rows)(struct store *s, struct store_row *v, size_t n);
 
+    /* Several nodes on one database (both optional: NULL where one
+     * process owns the database). */
+    /* Outside a transaction: this node's heartbeat (a node silent past
+     * its lease is dead: one that finds itself so comes back as a new
+     * node, its old results no longer count), dead nodes' rows in flight
+     * back to the queue, the live nodes, and the lead of the cluster's
+     * periodic jobs. */
+    int (*node_beat)(struct store *s, struct store_node *out);
+    /* Inside the writer's transaction: the shared breaker state of these
+     * endpoints (ids ascending: every node locks in one order), locked
+     * until the transaction ends, each handed to fn with its paused flag.
+     * Whatever this transaction saves of their health is then based on
+     * what every node recorded. */
+    int (*health_lock)(struct store *s, const int64_t *ids, size_t n,
+                       int (*fn)(void *ctx, const struct store_health *h), void *ctx);
+
     /* Outside a transaction (writer). full: also shrink the log. */
     int (*checkpoint)(struct store *s, int full);
     /* An online, consistent copy into path (writer or reader). */
@@ -387,6 +422,20 @@ int store_schema_print(enum cfg_backend b, FILE *out, char *err, size_t errlen);
 /* Can the configured database be reached? (check-config.) msg says to
  * what or why not ("" when there is nothing to try: SQLite). 0 / -1. */
 int store_ping(const struct config *c, char *msg, size_t len);
+
+/* Other nodes' work on a shared database: a thread of the backend's
+ * own (its own connection) calls fn from that thread. STORE_WATCH_DUE:
+ * rows of endpoint id (0: of any) may be due; STORE_WATCH_ENDPOINTS: the
+ * endpoint id (0: any) was changed, paused, added or deleted. With
+ * nothing heard for poll_interval, fn(DUE, 0) all the same (notifications
+ * are lost while the connection is down). */
+enum store_watch_kind { STORE_WATCH_DUE = 0, STORE_WATCH_ENDPOINTS };
+typedef void (*store_watch_fn)(void *ctx, enum store_watch_kind kind, int64_t endpoint_id);
+struct store_watch;
+/* *out NULL when the backend is not shared (SQLite). 0 / -1 with err. */
+int store_watch_start(const struct config *c, store_watch_fn fn, void *ctx, struct store_watch **out, char *err,
+                      size_t errlen);
+void store_watch_stop(struct store_watch *w);   /* NULL: nothing */
 
 /* The protocol error code for a failure (storage_full, storage_error, ...). */
 const char *store_error_code(enum store_errc e);

@@ -7,9 +7,14 @@
  * connection per store: the writer's does every change, readers' run
  * their queries in REPEATABLE READ snapshots. Statements are prepared
  * once per connection (again after a reconnect). Claims take rows with
- * FOR UPDATE SKIP LOCKED. One hookd node per database for now: the
- * writer holds a session advisory lock, and a second node is refused
- * (its start-up recovery would take the first node's rows in flight).
+ * FOR UPDATE SKIP LOCKED. Several nodes share one database: each writer
+ * registers its node in hookd_node and keeps it alive with node_beat;
+ * rows in flight carry their node (claimed_by), and results count only
+ * for the node that claimed the row. The breaker is the health row's,
+ * changed under its row lock (health_lock). A session advisory lock per
+ * node name refuses a second process with the same name; another on the
+ * writer connection makes one node the lead of the periodic jobs (it
+ * goes with the session when that node dies).
  *
  * A lost connection is STORE_E_UNAVAILABLE (retryable): the next
  * transaction reconnects. Error messages carry PostgreSQL's primary
@@ -20,7 +25,9 @@
  * store_pg_sql.c (the statements and the parameter and column helpers),
  * store_pg_queue.c (enqueue, claim, settle, admin, retention, import),
  * store_pg_endpoint.c (endpoints and their health), store_pg_read.c
- * (the reader's queries). Only these files include libpq-fe.h. */
+ * (the reader's queries), store_pg_node.c (nodes: registration,
+ * heartbeat, takeover, lead), store_pg_watch.c (LISTEN/NOTIFY). Only these
+ * files include libpq-fe.h. */
 #ifndef HOOKD_STORE_PG_H
 #define HOOKD_STORE_PG_H
 #include <stdio.h>
@@ -32,6 +39,10 @@ int store_pg_open(const struct config *c, enum store_role role, struct store **o
 void store_pg_schema_print(FILE *out);
 /* Connect and say to what, or why not (check-config); 0 / -1. */
 int store_pg_ping(const struct config *c, char *msg, size_t len);
+/* The listener (store_pg_watch.c): LISTEN on a connection of its own. */
+int store_pg_watch_start(const struct config *c, store_watch_fn fn, void *ctx, struct store_watch **out, char *err,
+                         size_t errlen);
+void store_pg_watch_stop(struct store_watch *w);
 
 #ifdef HOOKD_STORE_PG_PRIVATE
 #include <libpq-fe.h>
@@ -46,7 +57,8 @@ enum pg_stmt {
     PG_CLAIM_MANY, PG_NEXT_DUE_MANY,
     PG_SETTLE, PG_RELEASE, PG_HEALTH_SAVE, PG_ROLLUP_SAVE, PG_HISTORY_ADD, PG_HISTORY_LATENCY,
     PG_EXPIRE_DELIVERED, PG_EXPIRE_DEAD, PG_EXPIRE_HISTORY,
-    PG_EP_FIND, PG_EP_PUT, PG_EP_PAUSE, PG_EP_DELETE, PG_RING_TRIM, PG_IMPORT, PG_RECOVER,
+    PG_EP_FIND, PG_EP_PUT, PG_EP_PAUSE, PG_EP_DELETE, PG_RING_TRIM, PG_IMPORT,
+    PG_HEALTH_LOCK, PG_HEALTH_ENSURE, PG_NOTIFY, PG_TAKEOVER, PG_NODE_BEAT, PG_NODE_ADD, PG_NODE_COUNT, PG_LEAD,
     PG__WRITER,
     /* reader */
     PG_STATS = PG__WRITER, PG_GET, PG_GET_ATTEMPTS, PG_EP_LIST, PG_DEAD_LETTERS, PG_SLOW, PG_LATENCY,
@@ -60,6 +72,14 @@ struct pg_store {
     enum store_role role;
     PGconn *conn;
     int prepared;        /* the role's statements are prepared on conn */
+    /* the writer's node (store_pg_node.c) */
+    int64_t node_id;     /* this incarnation's hookd_node row (0: none yet) */
+    int lead;            /* holds the lead lock on this connection */
+    int lease_lost;      /* node_beat found the row gone: say so once */
+    /* run at the end of every session setup (the writer's node register:
+     * set by the opener, so the connection code does not call up into
+     * the node code) */
+    int (*on_session)(struct pg_store *g);
 };
 
 /* Parameters of one statement: text values (a NULL value is SQL NULL)
@@ -147,8 +167,18 @@ int pg_isnull(const PGresult *r, int row, int col);
 void pg_health_cols(const PGresult *r, int row, int first, struct store_health *h);
 const char *pg_health_select(void);
 
+/* NOTIFY channel with an id as payload, at commit; 0 / -1. */
+int pg_notify(struct pg_store *g, const char *channel, int64_t id);
+void pg_notify_params(struct pg_params *p, const char *channel, int64_t id);   /* for a pipeline */
+/* This node's row (store_pg_node.c), at every session setup: the name's
+ * lock, then the same row again or a new one. */
+int pg_node_register(struct pg_store *g);
+
 /* The operations, by file. */
 int pg_recover(struct store *s, int64_t now, int64_t *n);
+int pg_node_beat(struct store *s, struct store_node *out);
+int pg_health_lock(struct store *s, const int64_t *ids, size_t n, int (*fn)(void *ctx, const struct store_health *h),
+                   void *ctx);
 int pg_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now);
 int pg_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int ordered,
              int (*fn)(void *ctx, const struct store_claimed *row), void *ctx, int *n);

@@ -276,6 +276,40 @@ static int check_line_lengths(struct load_ctx *x, char *err, size_t errlen)
     return 0;
 }
 
+/* A node's name tells nodes apart in hookd_node and in logs: the host
+ * name unless the file gives one; letters, digits, '.', '_', '-'. */
+static int node_name_check(struct config *c, const char *path, char *err, size_t errlen)
+{
+    const char *p;
+
+    if (!*c->pg_node_name) {
+        char host[256];
+        char *dup;
+        if (gethostname(host, sizeof host) < 0 || !*host)
+            snprintf(host, sizeof host, "hookd");
+        host[sizeof host - 1] = '\0';
+        if (strlen(host) > 63)
+            host[63] = '\0';
+        if (!(dup = strdup(host))) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        free(c->pg_node_name);
+        c->pg_node_name = dup;
+    }
+    if (strlen(c->pg_node_name) > 63) {
+        snprintf(err, errlen, "%s: [postgres] node_name: at most 63 characters", path);
+        return -1;
+    }
+    for (p = c->pg_node_name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
+              *p == '_' || *p == '-')) {
+            snprintf(err, errlen, "%s: [postgres] node_name: only letters, digits, '.', '_' and '-'", path);
+            return -1;
+        }
+    return 0;
+}
+
 int config_load(struct config *c, const char *path, char *err, size_t errlen)
 {
     struct load_ctx x = {c, path, err, errlen, 0, NULL, NULL, 0, {0}, 0, NULL, 0, {0}, 0};
@@ -335,6 +369,8 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: [storage] backend = postgres needs [postgres] conninfo", path);
         return -1;
     }
+    if (node_name_check(c, path, err, errlen) < 0)
+        return -1;
     if (strlen(c->socket_path) >= 100) {
         snprintf(err, errlen, "%s: [server] socket path too long (max 99 bytes)", path);
         return -1;

@@ -9,6 +9,17 @@ void cron_init(struct cron *s, int64_t now_mono)
 {
     memset(s, 0, sizeof *s);
     s->base_mono = now_mono;
+    atomic_init(&s->lead, 1);
+}
+
+void cron_set_lead(struct cron *s, int lead)
+{
+    atomic_store(&s->lead, lead ? 1 : 0);
+}
+
+int cron_lead(struct cron *s)
+{
+    return atomic_load(&s->lead);
 }
 
 int cron_add(struct cron *s, const char *name, enum cron_runner runner, int64_t period_ms, cron_fn fn, void *ctx)
@@ -25,6 +36,15 @@ int cron_add(struct cron *s, const char *name, enum cron_runner runner, int64_t 
     j->next_mono = s->base_mono + period_ms;
     j->fn = fn;
     j->ctx = ctx;
+    return 0;
+}
+
+int cron_add_cluster(struct cron *s, const char *name, enum cron_runner runner, int64_t period_ms, cron_fn fn,
+                     void *ctx)
+{
+    if (cron_add(s, name, runner, period_ms, fn, ctx) < 0)
+        return -1;
+    s->jobs[s->n - 1].cluster = 1;
     return 0;
 }
 
@@ -49,6 +69,8 @@ void cron_run(struct cron *s, enum cron_runner runner, int64_t now_mono, int64_t
             continue;
         /* next run one period from now: a late job does not fire in bursts */
         j->next_mono = now_mono + j->period_ms;
+        if (j->cluster && !atomic_load(&s->lead))
+            continue;   /* another node runs it */
         t0 = util_mono_us();
         j->fn(j->ctx, now_ms);
         dt = util_mono_us() - t0;

@@ -68,7 +68,9 @@ static int claim_row(void *arg, const struct store_claimed *row)
 
 int dispatch_admit_one(struct registry *r, struct endpoint *e, int64_t now, int64_t now_mono)
 {
-    if (e->paused || e->next_due <= now || e->hold_until > now || e->br.state != BREAKER_CLOSED ||
+    /* shared: another node may have opened the breaker; the round's claim
+     * asks the database, a row stored in flight here would not */
+    if (r->shared || e->paused || e->next_due <= now || e->hold_until > now || e->br.state != BREAKER_CLOSED ||
         limiter_room(&e->lim, e->in_flight) == 0 || r->in_flight >= r->c->max_in_flight_total)
         return 0;
     registry_touch(r, e);
@@ -99,6 +101,11 @@ static int64_t admit(struct registry *r, struct endpoint *e, int64_t now, int64_
     *probe = 0;
     if (e->paused || e->next_due > now || e->hold_until > now)
         return 0;
+    /* shared: a breaker that is open or failing is judged only on its
+     * health row read under lock this round (the cluster's count) */
+    if (!registry_health_ok(r, e) &&
+        (e->stale || e->br.state != BREAKER_CLOSED || e->br.consecutive_failures > 0))
+        return 0;
     limit = limiter_room(&e->lim, e->in_flight);
     if (limit <= 0)
         return 0;
@@ -115,6 +122,7 @@ static int64_t admit(struct registry *r, struct endpoint *e, int64_t now, int64_
     if (adm == BREAKER_ADMIT_PROBE) {
         limit = 1;
         *probe = 1;
+        registry_mark_health(r, e);   /* shared: the probe is out, on this node */
     }
     if (e->rate.n > 0) {
         while (tokens < limit && tlimit_take(&e->rate, now_mono))
@@ -135,8 +143,10 @@ static void claimed(struct registry *r, struct endpoint *e, int64_t limit, int n
 {
     if (e->rate.n > 0 && n < limit)
         tlimit_refund(&e->rate, (int)(limit - n));  /* give back what was not used */
-    if (probe_left)  /* nothing was due after all */
+    if (probe_left) {  /* nothing was due after all */
         breaker_probe_abandoned(&e->br);
+        registry_mark_health(r, e);   /* shared: the probe slot is free again */
+    }
     e->in_flight += n;
     r->in_flight += n;
     if (n < limit)
@@ -195,14 +205,21 @@ static int claim_batched(struct registry *r, struct store *st, int64_t now, int6
             b.ep = ne;
             cap = nc;
         }
-        w[m] = (struct store_claim_want){e->id, (int)limit, e->conf->order_tpl.nmacros > 0, 0, INT64_MAX};
+        w[m] = (struct store_claim_want){.endpoint_id = e->id, .limit = (int)limit,
+                                         .ordered = e->conf->order_tpl.nmacros > 0,
+                                         .checked = registry_health_ok(r, e), .next_due = INT64_MAX};
         b.ep[m++] = (struct batch_ep){e, probe};
         budget -= limit;
     }
     if (m > 0 && st->ops->claim_many(st, now, w, m, batch_row, &b) < 0)
         goto out;
-    for (k = 0; k < m; k++)
+    for (k = 0; k < m; k++) {
         claimed(r, b.ep[k].e, w[k].limit, w[k].n, b.ep[k].probe, w[k].next_due);
+        if (w[k].blocked) {   /* another node opened its breaker or paused it */
+            b.ep[k].e->stale = 1;
+            b.ep[k].e->next_due = 0;
+        }
+    }
     rc = 0;
 out:
     free(w);

@@ -3,6 +3,7 @@
 #include "log.h"
 #include "util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void failed(struct maint *m, const char *job)
@@ -69,10 +70,9 @@ void maint_slow_scan(struct maint *m, int64_t now)
 {
     const struct config *c = m->c;
     struct registry *r = m->reg;
-    size_t i;
-    int changed = 0;
+    int64_t *ids = NULL;
+    size_t i, n = 0;
 
-    registry_round_begin(r);
     for (i = 0; i < r->n; i++) {
         struct endpoint *e = r->v[i];
         int enough = e->samples >= c->min_samples, critical = enough && e->p95_ms > c->critical_p95_ms;
@@ -82,21 +82,36 @@ void maint_slow_scan(struct maint *m, int64_t now)
                      critical ? " failure_threshold=halved" : "");
         if (critical == (e->slow_since != 0))
             continue;
+        if (!ids && !(ids = malloc(r->n * sizeof *ids))) {
+            log_warn("job_failed", "job=slow_scan err=\"out of memory\"");
+            return;
+        }
+        ids[n++] = e->id;
+    }
+    if (!n)
+        return;
+    registry_round_begin(r);
+    /* shared: the breaker rows are read under lock before they are saved */
+    if (m->st->ops->begin(m->st, 0) < 0 || cluster_lock(m->cl, ids, n) < 0)
+        goto fail;
+    for (i = 0; i < n; i++) {
+        struct endpoint *e = registry_by_id(r, ids[i]);
+        int critical = e->samples >= c->min_samples && e->p95_ms > c->critical_p95_ms;
         registry_mark_health(r, e);
         e->slow_since = critical ? now : 0;
-        changed = 1;
         if (!critical)
             log_info("endpoint_recovered", "endpoint=%s p95_ms=%lld failure_threshold=%u", e->conf->def.name,
                      (long long)e->p95_ms, endpoint_threshold(e));
     }
-    if (!changed)
-        return;
-    if (m->st->ops->begin(m->st, 0) < 0 || registry_save_health(r, m->st, now) < 0 || m->st->ops->commit(m->st) < 0) {
-        failed(m, "slow_scan");
-        registry_round_undo(r);
-        return;
-    }
+    if (registry_save_health(r, m->st, now) < 0 || m->st->ops->commit(m->st) < 0)
+        goto fail;
     registry_round_commit(r);
+    free(ids);
+    return;
+fail:
+    failed(m, "slow_scan");
+    registry_round_undo(r);
+    free(ids);
 }
 
 /* The history counts of every endpoint, about once a minute: the report
@@ -175,16 +190,18 @@ void maint_apply_rollup(struct maint *m, const struct store_rollup *v, size_t n)
     }
 }
 
-int maint_register(struct maint *m, const struct config *c, struct store *st, struct registry *reg, struct cron *cron)
+int maint_register(struct maint *m, const struct config *c, struct store *st, struct registry *reg, struct cron *cron,
+                   struct cluster *cl)
 {
     m->c = c;
+    m->cl = cl;
     m->st = st;
     m->reg = reg;
     m->cron = cron;
     m->failed = STORE_OK;
     if (cron_add(cron, "checkpoint", CRON_WRITER, c->checkpoint_interval_ms, job_checkpoint, m) < 0 ||
-        cron_add(cron, "cleanup", CRON_WRITER, c->cleanup_interval_ms, job_cleanup, m) < 0 ||
-        cron_add(cron, "slow_scan", CRON_WRITER, c->slow_scan_interval_ms, job_slow_scan, m) < 0 ||
+        cron_add_cluster(cron, "cleanup", CRON_WRITER, c->cleanup_interval_ms, job_cleanup, m) < 0 ||
+        cron_add_cluster(cron, "slow_scan", CRON_WRITER, c->slow_scan_interval_ms, job_slow_scan, m) < 0 ||
         cron_add(cron, "history", CRON_WRITER, c->history_bucket_ms < 60000 ? c->history_bucket_ms : 60000,
                  job_history, m) < 0)
         return -1;

@@ -418,8 +418,8 @@ int reader_start(struct reader **out, const struct config *c, struct cron *cron,
     pthread_condattr_destroy(&ca);
     if (store_open(c, STORE_READER, &rd->st, err, errlen) < 0)
         goto fail;
-    if (cron_add(cron, "rollup", CRON_READER, c->rollup_interval_ms, job_rollup, rd) < 0 ||
-        cron_add(cron, "health_summary", CRON_READER, c->summary_interval_ms, job_summary, rd) < 0 ||
+    if (cron_add_cluster(cron, "rollup", CRON_READER, c->rollup_interval_ms, job_rollup, rd) < 0 ||
+        cron_add_cluster(cron, "health_summary", CRON_READER, c->summary_interval_ms, job_summary, rd) < 0 ||
         cron_add(cron, "space_check", CRON_READER, c->ops_space_interval_ms, job_space, rd) < 0 ||
         (c->metrics_file && *c->metrics_file &&
          cron_add(cron, "metrics_file", CRON_READER, c->metrics_interval_ms, job_metrics_file, rd) < 0)) {

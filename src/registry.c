@@ -46,6 +46,7 @@ int registry_init(struct registry *r, const struct config *c)
 {
     memset(r, 0, sizeof *r);
     r->c = c;
+    r->nodes = 1;
     r->tlog.window_ms = 10000;
     r->tlog.limit = REGISTRY_TRANSITION_LINES;
     return rehash(r, 64);
@@ -115,18 +116,50 @@ static int same_rates(const struct ep_settings *a, const struct ep_settings *b)
            (a->rate.n <= 0 || memcmp(a->rate.r, b->rate.r, (size_t)a->rate.n * sizeof a->rate.r[0]) == 0);
 }
 
-static void rates_init(struct endpoint *e, int64_t now_mono)
+/* This node's share of the endpoint's rate limits: with n nodes, each
+ * sends count / n per window with a burst of burst / n, so the endpoint
+ * as a whole sees the limit within one burst (the share follows the live
+ * nodes, counted at each heartbeat). */
+static void rates_init(const struct registry *r, struct endpoint *e, int64_t now_mono)
 {
     const struct ep_rates *rt = &e->conf->eff.rate;
-    double count[EP_RATES_MAX];
+    double count[EP_RATES_MAX], burst = (double)e->conf->eff.burst;
     int64_t per[EP_RATES_MAX];
     int i;
 
     for (i = 0; i < rt->n && i < EP_RATES_MAX; i++) {
-        count[i] = rt->r[i].count;
+        count[i] = rt->r[i].count / r->nodes;
         per[i] = rt->r[i].per_ms;
     }
-    tlimit_init(&e->rate, count, per, rt->n > 0 ? rt->n : 0, (double)e->conf->eff.burst, now_mono);
+    if (burst > 0) {
+        burst /= r->nodes;
+        if (burst < 1)
+            burst = 1;
+    }
+    tlimit_init(&e->rate, count, per, rt->n > 0 ? rt->n : 0, burst, now_mono);
+}
+
+/* ... and of its in-flight cap, rounded up */
+static void cap_init(const struct registry *r, struct endpoint *e)
+{
+    int64_t cap = (e->conf->eff.max_in_flight + r->nodes - 1) / r->nodes;
+
+    limiter_set_cap(&e->lim, (int)(cap < 1 ? 1 : cap), e->conf->eff.adaptive == 0);
+}
+
+void registry_set_nodes(struct registry *r, int n)
+{
+    size_t i;
+
+    if (n < 1)
+        n = 1;
+    if (n == r->nodes)
+        return;
+    r->nodes = n;
+    for (i = 0; i < r->n; i++) {
+        rates_init(r, r->v[i], util_mono_ms());
+        cap_init(r, r->v[i]);
+    }
 }
 
 struct endpoint *registry_install(struct registry *r, int64_t id, const struct ep_def *def, int from_config)
@@ -160,8 +193,8 @@ struct endpoint *registry_install(struct registry *r, int64_t id, const struct e
         e->bcfg.max_cooldown_ms = conf->eff.max_cooldown_ms;
         breaker_init(&e->br, &e->bcfg);
         limiter_init(&e->lim, (int)conf->eff.max_in_flight);
-        limiter_set_cap(&e->lim, (int)conf->eff.max_in_flight, conf->eff.adaptive == 0);
-        rates_init(e, util_mono_ms());
+        cap_init(r, e);
+        rates_init(r, e, util_mono_ms());
     } else {
         old = e->conf;
         unlink_chains(r, e);   /* the name hash of the old snapshot */
@@ -171,8 +204,8 @@ struct endpoint *registry_install(struct registry *r, int64_t id, const struct e
         e->bcfg.cooldown_ms = conf->eff.cooldown_ms;
         e->bcfg.max_cooldown_ms = conf->eff.max_cooldown_ms;
         if (!same_rates(&old->eff, &conf->eff))
-            rates_init(e, util_mono_ms());
-        limiter_set_cap(&e->lim, (int)conf->eff.max_in_flight, conf->eff.adaptive == 0);
+            rates_init(r, e, util_mono_ms());
+        cap_init(r, e);
         ep_conf_unref(old);
     }
     e->from_config = from_config;
@@ -198,31 +231,54 @@ void registry_remove(struct registry *r, struct endpoint *e)
     free(e);
 }
 
+/* The stored breaker state and the ring's next slot into e. */
+static void apply_health(const struct registry *r, struct endpoint *e, const struct store_health *h)
+{
+    e->br.state = (enum breaker_state)h->state;
+    e->br.consecutive_failures = (uint32_t)h->consecutive_failures;
+    e->br.opened_at = h->opened_at;
+    if (h->cooldown_ms > 0)
+        e->br.cooldown_ms = h->cooldown_ms;
+    e->br.last_failure_at = h->last_failure_at;
+    e->br.last_success_at = h->last_success_at;
+    e->br.failing_since = h->failing_since;
+    e->slow_since = h->slow_since;
+    e->ring_next = h->ring_next >= 0 && h->ring_next < r->c->latency_samples ? h->ring_next : 0;
+}
+
 void registry_load_health(struct registry *r, const struct store_health *h)
 {
     struct endpoint *e = registry_by_id(r, h->endpoint_id);
 
     if (!e)
         return;
-    e->br.state = (enum breaker_state)h->state;
-    e->br.consecutive_failures = (uint32_t)h->consecutive_failures;
-    e->br.opened_at = h->opened_at;
-    e->br.cooldown_ms = h->cooldown_ms;
-    e->br.last_failure_at = h->last_failure_at;
-    e->br.last_success_at = h->last_success_at;
-    e->br.failing_since = h->failing_since;
+    apply_health(r, e, h);
     e->br.probe_in_flight = 0;  /* a probe cut short by a restart proves nothing */
-    e->slow_since = h->slow_since;
-    e->ring_next = h->ring_next >= 0 && h->ring_next < r->c->latency_samples ? h->ring_next : 0;
     e->p95_ms = h->has_latency ? h->p95_ms : 0;
     e->samples = h->sample_count;
+}
+
+void registry_sync_health(struct registry *r, const struct store_health *h)
+{
+    struct endpoint *e = registry_by_id(r, h->endpoint_id);
+
+    if (!e)
+        return;
+    registry_touch(r, e);
+    apply_health(r, e, h);
+    /* whichever node holds it: the single probe of the whole cluster */
+    e->br.probe_in_flight = h->state == BREAKER_HALF_OPEN && h->probe_out;
+    e->paused = h->paused;
+    e->locked = r->round;
+    e->stale = 0;
 }
 
 /* ---- the round's undo log ---- */
 
 void registry_round_begin(struct registry *r)
 {
-    r->round++;
+    if (++r->round == 0)
+        r->round = 1;   /* 0 is no round: an endpoint's locked starts at 0 */
     r->nundo = 0;
     if (r->notify)
         notify_round_begin(r->notify);
@@ -307,6 +363,7 @@ void endpoint_health_row(const struct endpoint *e, struct store_health *h)
     h->slow_since = e->slow_since;
     h->ring_next = e->ring_next;
     h->concurrency_limit = limiter_current(&e->lim);
+    h->probe_out = e->br.state == BREAKER_HALF_OPEN && e->br.probe_in_flight;
 }
 
 void registry_mark_health(struct registry *r, struct endpoint *e)
@@ -338,6 +395,13 @@ int registry_save_health(struct registry *r, struct store *st, int64_t now)
         struct endpoint *e = registry_by_id(r, r->dirty[i]);
         if (!e || !e->health_dirty)
             continue;
+        if (!registry_health_ok(r, e)) {
+            /* judged on a view that was not read under lock: the row
+             * keeps what the nodes that held the lock saved */
+            registry_touch(r, e);
+            e->health_dirty = 0;
+            continue;
+        }
         endpoint_health_row(e, &h);
         if (st->ops->health_save(st, &h, 1) < 0)
             return -1;

@@ -47,6 +47,9 @@ static const struct cfg_def cfg_table[] = {
     {"storage", "batch_max", T_INT, C(batch_max), 1, 100000, "1000", "rows per group-commit transaction", NULL},
 
     {"postgres", "conninfo", T_STR, C(pg_conninfo), 0, 0, "", "libpq connection string or URI (backend = postgres; a password belongs in PGPASSFILE)", NULL},
+    {"postgres", "node_name", T_STR, C(pg_node_name), 0, 0, "", "this node's name among the nodes sharing the database (empty: the host name)", NULL},
+    {"postgres", "lease", T_DUR, C(pg_lease_ms), 2000, HOUR, "30s", "a node silent this long is dead: the others take over its rows in flight", NULL},
+    {"postgres", "poll_interval", T_DUR, C(pg_poll_ms), 100, 60000, "2s", "look for other nodes' work this often even without a notification", NULL},
 
     {"server", "socket", T_STR, C(socket_path), 0, 0, "./var/run/hookd.sock", "control socket; its directory is created 0750", NULL},
     {"server", "group", T_STR, C(group), 0, 0, "", "group owning socket and directory (empty: hookd's)", NULL},

@@ -131,8 +131,10 @@ static int endpoint_effects(struct registry *r, struct store *st, struct endpoin
     registry_touch(r, e);
     e->in_flight--;
     if (!j->attempted) {
-        if (j->probe)
+        if (j->probe) {
             breaker_probe_abandoned(&e->br);
+            registry_mark_health(r, e);
+        }
         e->next_due = 0;
         return 0;
     }
@@ -146,8 +148,10 @@ static int endpoint_effects(struct registry *r, struct store *st, struct endpoin
     if (j->errc == ERRC_TEMPLATE || j->errc == ERRC_TEMPLATE_MISSING) {
         /* the message could not be built: nothing was sent, and it says
          * nothing about the endpoint (its probe was not sent either) */
-        if (j->probe)
+        if (j->probe) {
             breaker_probe_abandoned(&e->br);
+            registry_mark_health(r, e);
+        }
         return 0;
     }
     if (row->outcome == OUTCOME_GONE && !e->paused) {
@@ -172,7 +176,8 @@ static int endpoint_effects(struct registry *r, struct store *st, struct endpoin
      * the health row (last_success_at, the ring's next slot, the adaptive
      * limit) at most once a second: one upsert per endpoint per round
      * would cost more than the deliveries' own rows with 100 endpoints */
-    if (t.from != t.to || e->br.consecutive_failures != fails || now - e->health_saved_at >= HEALTH_SAVE_EVERY_MS)
+    if (t.from != t.to || e->br.consecutive_failures != fails || now - e->health_saved_at >= HEALTH_SAVE_EVERY_MS ||
+        r->shared)   /* shared: the count and the ring's next slot are every node's */
         registry_mark_health(r, e);
     if (t.to == BREAKER_CLOSED && t.from != BREAKER_CLOSED)
         e->next_due = 0;

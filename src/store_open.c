@@ -46,3 +46,28 @@ int store_schema_print(enum cfg_backend b, FILE *out, char *err, size_t errlen)
     return -1;
 #endif
 }
+
+int store_watch_start(const struct config *c, store_watch_fn fn, void *ctx, struct store_watch **out, char *err,
+                      size_t errlen)
+{
+    *out = NULL;
+    if (c->backend != CFG_BACKEND_POSTGRES)
+        return 0;   /* one process owns the file: nothing to watch */
+#ifdef HOOKD_WITH_PG
+    return store_pg_watch_start(c, fn, ctx, out, err, errlen);
+#else
+    (void)fn;
+    (void)ctx;
+    snprintf(err, errlen, "this hookd was built without PostgreSQL support");
+    return -1;
+#endif
+}
+
+void store_watch_stop(struct store_watch *w)
+{
+#ifdef HOOKD_WITH_PG
+    store_pg_watch_stop(w);
+#else
+    (void)w;
+#endif
+}

@@ -203,6 +203,8 @@ static const struct store_ops pg_ops = {
     .history_latency = pg_history_latency,
     .latency_ring_size = pg_latency_ring_size,
     .import_rows = pg_import_rows,
+    .node_beat = pg_node_beat,
+    .health_lock = pg_health_lock,
     .checkpoint = pgs_checkpoint,
     .backup = pgs_backup,
     .snapshot_begin = pg_snapshot_begin,
@@ -249,6 +251,8 @@ int store_pg_open(const struct config *c, enum store_role role, struct store **o
     g->base.ops = &pg_ops;
     g->c = c;
     g->role = role;
+    if (role == STORE_WRITER)
+        g->on_session = pg_node_register;
     g->conn = pg_connect(c);
     if (!g->conn || PQstatus(g->conn) != CONNECTION_OK) {
         pg_fail(g, NULL, "connect");

@@ -1,5 +1,5 @@
 /* store_pg_conn.c - the PostgreSQL backend's connection: connecting and
- * reconnecting, the session (writer lock, prepared statements), running
+ * reconnecting, the session (prepared statements, the writer's node), running
  * statements and pipelines, and turning libpq's failures into store
  * errors. */
 #define HOOKD_STORE_PG_PRIVATE
@@ -262,33 +262,16 @@ int pg_pipe_rows(struct pg_store *g, enum pg_stmt st, const char *what, size_t n
 
 /* ---- connection ---- */
 
-static int take_writer_lock(struct pg_store *g)
-{
-    /* a session lock: held while this connection lives (one node per
-     * database until multi-node claims exist) */
-    PGresult *r = PQexec(g->conn, "SELECT pg_try_advisory_lock(hashtext('hookd.writer:' || current_schema()))");
-    int ok = r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
-    int got = ok && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-
-    if (!ok)
-        pg_fail(g, r, "writer lock");
-    else if (!got)
-        store_fail(&g->base, STORE_E_BUSY,
-                   "another hookd node writes to this database (one node per database for now)");
-    PQclear(r);
-    return got ? 0 : -1;
-}
-
 /* A new connection (or the old one reset): the session as hookd needs
- * it, the writer's lock, the role's statements. */
+ * it, the role's statements, the writer's node. */
 int pg_session_setup(struct pg_store *g)
 {
     g->prepared = 0;
     if (pg_exec_sql(g, "SET TIME ZONE 'UTC'; SET client_min_messages = warning", "session") < 0)
         return -1;
-    if (g->role == STORE_WRITER && take_writer_lock(g) < 0)
+    if (prepare_all(g) < 0)
         return -1;
-    return prepare_all(g);
+    return g->on_session ? g->on_session(g) : 0;
 }
 
 /* A lost connection is found at the next transaction: reset it once,

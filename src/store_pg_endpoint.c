@@ -91,6 +91,22 @@ static int run(struct pg_store *g, enum pg_stmt i, const struct pg_params *p, co
     return r ? 0 : -1;
 }
 
+/* The other nodes hear of it at commit (store_pg_watch.c). */
+void pg_notify_params(struct pg_params *p, const char *channel, int64_t id)
+{
+    pg_p_init(p);
+    pg_p_text(p, channel);
+    pg_p_i64(p, id);
+}
+
+int pg_notify(struct pg_store *g, const char *channel, int64_t id)
+{
+    struct pg_params p;
+
+    pg_notify_params(&p, channel, id);
+    return run(g, PG_NOTIFY, &p, "notify");
+}
+
 int pg_endpoint_put(struct store *s, const struct ep_def *d, int from_config, int64_t now, int64_t *id,
                     int *created)
 {
@@ -125,13 +141,19 @@ int pg_endpoint_put(struct store *s, const struct ep_def *d, int from_config, in
     pg_p_i64(&p, now);
     if (!(r = pg_exec(g, PG_EP_PUT, &p, 0, "endpoint put")))
         goto out;
-    if (PQntuples(r) == 1) {
-        *id = pg_i64(r, 0, 0, 0);
-        rc = 0;
-    } else {
+    if (PQntuples(r) != 1) {
         store_fail(s, STORE_E_OTHER, "endpoint put: no id returned");
+        PQclear(r);
+        goto out;
     }
+    *id = pg_i64(r, 0, 0, 0);
     PQclear(r);
+    pg_p_init(&p);
+    pg_p_i64(&p, *id);
+    pg_p_text(&p, d->url);
+    if (run(g, PG_HEALTH_ENSURE, &p, "endpoint put") < 0 || pg_notify(g, "hookd_endpoints", *id) < 0)
+        goto out;
+    rc = 0;
 out:
     ep_json_release(secrets, headers, settings);
     return rc;
@@ -150,7 +172,7 @@ int pg_endpoint_delete(struct store *s, int64_t id, int64_t now, int64_t *dead)
         return -1;
     *dead = pg_i64(r, 0, 0, 0);
     PQclear(r);
-    return 0;
+    return pg_notify(g, "hookd_endpoints", id);
 }
 
 int pg_latency_ring_size(struct store *s, int64_t slots)
@@ -171,13 +193,13 @@ int pg_endpoint_pause(struct store *s, int64_t id, int paused, const char *reaso
     pg_p_i64(&p, paused);
     pg_p_i64(&p, now);
     pg_p_text(&p, paused ? reason : NULL);
-    return run((struct pg_store *)s, PG_EP_PAUSE, &p, "endpoint pause");
+    if (run((struct pg_store *)s, PG_EP_PAUSE, &p, "endpoint pause") < 0)
+        return -1;
+    return pg_notify((struct pg_store *)s, "hookd_endpoints", id);
 }
 
-static void health_params(struct pg_params *p, const void *vv, size_t i)
+static void health_params(struct pg_params *p, const struct store_health *v, int64_t node_id)
 {
-    const struct store_health *v = (const struct store_health *)vv + i;
-
     pg_p_init(p);
     pg_p_i64(p, v->endpoint_id);
     /* "" is a URL here, not a missing one: the column is NOT NULL */
@@ -196,11 +218,25 @@ static void health_params(struct pg_params *p, const void *vv, size_t i)
     pg_p_i64(p, v->ring_next);
     pg_p_pos(p, v->concurrency_limit);
     pg_p_pos(p, v->failing_since);
+    /* the probe out is this node's (a node saves only rows it locked) */
+    pg_p_pos(p, v->probe_out ? node_id : 0);
 }
 
 int pg_health_save(struct store *s, const struct store_health *v, size_t n)
 {
-    return pg_pipe_rows((struct pg_store *)s, PG_HEALTH_SAVE, "health save", n, health_params, v);
+    struct pg_store *g = (struct pg_store *)s;
+    struct pg_pipe pp;
+    struct pg_params p;
+    size_t i;
+
+    if (pg_pipe_begin(&pp, g, "health save", NULL, NULL) < 0)
+        return -1;
+    for (i = 0; i < n; i++) {
+        health_params(&p, &v[i], g->node_id);
+        if (pg_pipe_add(&pp, PG_HEALTH_SAVE, &p) < 0)
+            break;
+    }
+    return pg_pipe_end(&pp);
 }
 
 static void rollup_params(struct pg_params *p, const void *vv, size_t i)
@@ -250,4 +286,48 @@ static void history_latency_params(struct pg_params *p, const void *vv, size_t i
 int pg_history_latency(struct store *s, const struct store_history *v, size_t n)
 {
     return pg_pipe_rows((struct pg_store *)s, PG_HISTORY_LATENCY, "history latency", n, history_latency_params, v);
+}
+
+int pg_health_lock(struct store *s, const int64_t *ids, size_t n, int (*fn)(void *ctx, const struct store_health *h),
+                   void *ctx)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    struct buf a = {0};
+    struct pg_params p;
+    PGresult *r;
+    size_t i;
+    int k, rows;
+
+    if (n == 0)
+        return 0;
+    buf_puts(&a, "{");
+    for (i = 0; i < n; i++)
+        buf_printf(&a, "%s%lld", i ? "," : "", (long long)ids[i]);
+    buf_puts(&a, "}");
+    if (a.failed) {
+        buf_free(&a);
+        return store_fail(s, STORE_E_NOMEM, "health lock: out of memory");
+    }
+    pg_p_init(&p);
+    pg_p_text(&p, a.p);
+    r = pg_exec(g, PG_HEALTH_LOCK, &p, 0, "health lock");
+    buf_free(&a);
+    if (!r)
+        return -1;
+    rows = PQntuples(r);
+    for (k = 0; k < rows; k++) {
+        struct store_health h;
+        memset(&h, 0, sizeof h);
+        h.endpoint_id = pg_i64(r, k, 0, 0);
+        h.endpoint_url = pg_str(r, k, 1);
+        pg_health_cols(r, k, 2, &h);
+        h.probe_out = (int)pg_i64(r, k, 2 + PG_HEALTH_NCOLS, 0);
+        h.paused = (int)pg_i64(r, k, 3 + PG_HEALTH_NCOLS, 0);
+        if (fn(ctx, &h) != 0) {
+            PQclear(r);
+            return store_fail(s, STORE_E_NOMEM, "health lock: out of memory");
+        }
+    }
+    PQclear(r);
+    return 0;
 }

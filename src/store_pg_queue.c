@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* At start: what an earlier process of this node's name had in flight
+ * goes back to the queue (it is dead: this one holds the name's lock),
+ * and what dead nodes had too. Other live nodes' rows stay theirs. */
 int pg_recover(struct store *s, int64_t now, int64_t *n)
 {
     struct pg_store *g = (struct pg_store *)s;
@@ -18,17 +21,28 @@ int pg_recover(struct store *s, int64_t now, int64_t *n)
 
     pg_p_init(&p);
     pg_p_i64(&p, now);
-    if (!(r = pg_exec(g, PG_RECOVER, &p, 0, "recover")))
+    pg_p_i64(&p, g->node_id);
+    pg_p_text(&p, g->c->pg_node_name);
+    pg_p_i64(&p, 1);
+    if (!(r = pg_exec(g, PG_TAKEOVER, &p, 0, "recover")))
         return -1;
-    *n = pg_changed(r);
+    *n = pg_i64(r, 0, 0, 0);
     PQclear(r);
     return 0;
 }
 
+struct enq {
+    struct store_enqueue *v;
+    size_t n;
+};
+
 static int enqueued(void *ctx, size_t k, const PGresult *r)
 {
-    struct store_enqueue *e = (struct store_enqueue *)ctx + k;
+    struct enq *q = ctx;
+    struct store_enqueue *e = q->v + k;
 
+    if (k >= q->n)
+        return 0;   /* the notification */
     e->duplicate = PQntuples(r) == 0;
     e->id = e->duplicate ? 0 : pg_i64(r, 0, 0, 0);
     return 0;
@@ -39,9 +53,11 @@ int pg_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
 {
     struct pg_store *g = (struct pg_store *)s;
     struct pg_pipe pp;
+    struct enq q = {v, n};
+    int64_t ep = 0;
     size_t i;
 
-    if (pg_pipe_begin(&pp, g, "enqueue", enqueued, v) < 0)
+    if (pg_pipe_begin(&pp, g, "enqueue", enqueued, &q) < 0)
         return -1;
     for (i = 0; i < n; i++) {
         struct store_enqueue *e = &v[i];
@@ -56,8 +72,19 @@ int pg_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
         pg_p_i64(&p, now);
         if (!e->claim)
             pg_p_text(&p, e->ordering_key);
+        else
+            pg_p_i64(&p, g->node_id);
         if (pg_pipe_add(&pp, e->claim ? PG_INSERT_CLAIMED : PG_INSERT, &p) < 0)
             break;
+        /* rows left waiting: idle nodes may take them (one endpoint's
+         * id, or 0 for a batch of several) */
+        if (!e->claim)
+            ep = ep == 0 || ep == e->endpoint_id ? e->endpoint_id : -1;
+    }
+    if (i == n && ep != 0) {
+        struct pg_params p;
+        pg_notify_params(&p, "hookd_due", ep > 0 ? ep : 0);
+        pg_pipe_add(&pp, PG_NOTIFY, &p);
     }
     if (pg_pipe_end(&pp) < 0)
         return -1;
@@ -113,12 +140,17 @@ static int claimed_rows(const PGresult *r, int64_t endpoint_id, int (*fn)(void *
     return 0;
 }
 
-static void claim_params(struct pg_params *p, int64_t endpoint_id, int64_t now, int limit)
+/* checked: the endpoint's shared breaker was read under lock this
+ * transaction (or the caller claims as asked): no PG_UNBLOCKED test */
+static void claim_params(struct pg_params *p, const struct pg_store *g, int64_t endpoint_id, int64_t now, int limit,
+                         int checked)
 {
     pg_p_init(p);
     pg_p_i64(p, endpoint_id);
     pg_p_i64(p, now);
     pg_p_i64(p, limit);
+    pg_p_i64(p, g->node_id);
+    pg_p_i64(p, checked ? 1 : 0);
 }
 
 int pg_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int ordered,
@@ -130,7 +162,7 @@ int pg_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int o
     int rc;
 
     *n = 0;
-    claim_params(&p, endpoint_id, now, limit);
+    claim_params(&p, g, endpoint_id, now, limit, 1);
     /* binary: the payload's bytes as they are, no hex to decode */
     if (!(r = pg_exec(g, ordered ? PG_CLAIM_ORDERED : PG_CLAIM, &p, 1, "claim")))
         return -1;
@@ -266,6 +298,7 @@ int pg_settle(struct store *s, struct store_settle *v, size_t n)
         }
         pg_p_text(&p, a[k].p);
     }
+    pg_p_i64(&p, g->node_id);
     if (nset > 0) {
         size_t *map = NULL, m = 0;
         int rows, j;
@@ -305,6 +338,7 @@ int pg_settle(struct store *s, struct store_settle *v, size_t n)
             pg_p_init(&p);
             pg_p_i64(&p, rel[i]->id);
             pg_p_i64(&p, rel[i]->next_attempt_at);
+            pg_p_i64(&p, g->node_id);
             if (pg_pipe_add(&pp, PG_RELEASE, &p) < 0)
                 break;
         }
@@ -482,7 +516,10 @@ static int many_due(void *arg, size_t k, const PGresult *r)
 {
     struct many *m = arg;
 
-    m->w[m->idx[k]].next_due = PQntuples(r) > 0 ? pg_i64(r, 0, 0, INT64_MAX) : INT64_MAX;
+    struct store_claim_want *w = &m->w[m->idx[k]];
+
+    w->next_due = PQntuples(r) > 0 ? pg_i64(r, 0, 0, INT64_MAX) : INT64_MAX;
+    w->blocked = !w->checked && PQntuples(r) > 0 && pg_i64(r, 0, 1, 0) != 0;
     return 0;
 }
 
@@ -491,7 +528,7 @@ static int many_due(void *arg, size_t k, const PGresult *r)
 static int claim_unordered(struct pg_store *g, int64_t now, struct many *m, size_t nu)
 {
     struct store_claim_want *w = m->w;
-    struct buf eps = {0}, lims = {0};
+    struct buf eps = {0}, lims = {0}, chk = {0};
     struct pg_params p;
     PGresult *r = NULL;
     size_t i;
@@ -499,13 +536,16 @@ static int claim_unordered(struct pg_store *g, int64_t now, struct many *m, size
 
     buf_puts(&eps, "{");
     buf_puts(&lims, "{");
+    buf_puts(&chk, "{");
     for (i = 0; i < nu; i++) {
         arr_i64(&eps, w[m->idx[i]].endpoint_id);
         arr_i64(&lims, w[m->idx[i]].limit);
+        arr_i64(&chk, w[m->idx[i]].checked ? 1 : 0);
     }
     buf_puts(&eps, "}");
     buf_puts(&lims, "}");
-    if (eps.failed || lims.failed) {
+    buf_puts(&chk, "}");
+    if (eps.failed || lims.failed || chk.failed) {
         store_fail(&g->base, STORE_E_NOMEM, "claim: out of memory");
         goto out;
     }
@@ -513,6 +553,8 @@ static int claim_unordered(struct pg_store *g, int64_t now, struct many *m, size
     pg_p_text(&p, eps.p);
     pg_p_text(&p, lims.p);
     pg_p_i64(&p, now);
+    pg_p_i64(&p, g->node_id);
+    pg_p_text(&p, chk.p);
     if (!(r = pg_exec(g, PG_CLAIM_MANY, &p, 1, "claim")))
         goto out;
     rows = PQntuples(r);
@@ -535,6 +577,7 @@ out:
     PQclear(r);
     buf_free(&eps);
     buf_free(&lims);
+    buf_free(&chk);
     return rc;
 }
 
@@ -564,8 +607,11 @@ static int due_unordered(struct pg_store *g, struct many *m, size_t nu)
     rows = PQntuples(r);
     for (k = 0; k < rows; k++) {
         int64_t ord = pg_i64(r, k, 0, 0);
-        if (ord >= 1 && (size_t)ord <= nu)
-            m->w[m->idx[ord - 1]].next_due = pg_i64(r, k, 1, INT64_MAX);
+        if (ord >= 1 && (size_t)ord <= nu) {
+            struct store_claim_want *w = &m->w[m->idx[ord - 1]];
+            w->next_due = pg_i64(r, k, 1, INT64_MAX);
+            w->blocked = !w->checked && pg_i64(r, k, 2, 0) != 0;
+        }
     }
     PQclear(r);
     return 0;
@@ -590,7 +636,7 @@ static int pipe_ordered(struct pg_store *g, int64_t now, struct many *m, size_t 
             pg_p_init(&p);
             pg_p_i64(&p, w->endpoint_id);
         } else {
-            claim_params(&p, w->endpoint_id, now, w->limit);
+            claim_params(&p, g, w->endpoint_id, now, w->limit, w->checked);
         }
         if (pg_pipe_add(&pp, due ? PG_NEXT_DUE_ORDERED : PG_CLAIM_ORDERED, &p) < 0)
             break;
@@ -628,6 +674,7 @@ int pg_claim_many(struct store *s, int64_t now, struct store_claim_want *w, size
     for (k = 0; k < n; k++) {
         w[k].n = 0;
         w[k].next_due = INT64_MAX;
+        w[k].blocked = 0;
     }
     if (((c = pick(&m, n, 0, 0)) > 0 && claim_unordered(g, now, &m, c) < 0) ||
         pipe_ordered(g, now, &m, pick(&m, n, 1, 0), 0) < 0 ||

@@ -26,15 +26,24 @@
     "WHERE o.endpoint_id = q.endpoint_id AND o.ordering_key = q.ordering_key AND o.id < q.id AND "     \
     "o.ordering_key IS NOT NULL AND o.status IN ('pending', 'failed', 'in_flight')))"
 
+/* No other node has blocked the endpoint: its shared breaker is closed
+ * and it is not paused. A claim of an endpoint whose health row this
+ * transaction has not read under lock asks this first: a node learns of
+ * another's breaker opening from the claim that found nothing. */
+#define PG_UNBLOCKED(ep)                                                                                \
+    "(NOT EXISTS (SELECT 1 FROM endpoint_health h WHERE h.endpoint_id = " ep " AND h.state <> 'closed') " \
+    "AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = " ep " AND e.paused <> 0))"
+
 /* The claim: due rows of one endpoint, oldest due first, taken with
  * SKIP LOCKED (a row another transaction holds is not waited for),
  * handed back in that order. The ids go to the UPDATE as an array: with
  * a join instead, the generic plan of the prepared statement hashes the
  * whole queue table (measured: 44 ms instead of 1 ms at 100k rows). */
 #define PG_CLAIM_SQL(cond)                                                                              \
-    "WITH u AS (UPDATE hookd_queue q SET status = 'in_flight', claimed_at = " TS("$2") " "               \
+    "WITH u AS (UPDATE hookd_queue q SET status = 'in_flight', claimed_at = " TS("$2") ", claimed_by = $4 " \
     "WHERE q.id = ANY (ARRAY(SELECT q.id FROM hookd_queue q WHERE q.endpoint_id = $1 AND q.status IN "  \
-    "('pending', 'failed') AND q.next_attempt_at <= " TS("$2") cond " ORDER BY q.next_attempt_at, q.id " \
+    "('pending', 'failed') AND q.next_attempt_at <= " TS("$2") cond " AND ($5::int = 1 OR "            \
+    PG_UNBLOCKED("$1") ") ORDER BY q.next_attempt_at, q.id "                                            \
     "LIMIT $3 FOR UPDATE SKIP LOCKED)) RETURNING q.id, q.event_id, q.payload, q.attempt_count, "        \
     "q.max_attempts, q.created_at, q.event_type, q.next_attempt_at) "                                   \
     "SELECT id, event_id, payload, attempt_count, max_attempts, " MS("created_at") ", event_type "      \
@@ -48,37 +57,44 @@ const char *const pg_sql[PG__COUNT] = {
         "ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id",
     [PG_INSERT_CLAIMED] =
         "INSERT INTO hookd_queue (endpoint_id, event_id, event_type, payload, max_attempts, created_at, "
-        "next_attempt_at, status, claimed_at) VALUES ($1, $2, $3, $4, $5, " TS("$6") ", " TS("$6") ", "
-        "'in_flight', " TS("$6") ") ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id",
+        "next_attempt_at, status, claimed_at, claimed_by) VALUES ($1, $2, $3, $4, $5, " TS("$6") ", " TS("$6")
+        ", 'in_flight', " TS("$6") ", $7) ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id",
     [PG_FIND] = "SELECT id FROM hookd_queue WHERE endpoint_id = $1 AND event_id = $2",
     [PG_CLAIM] = PG_CLAIM_SQL(""),
     [PG_CLAIM_ORDERED] = PG_CLAIM_SQL(" AND " PG_KEY_FREE),
     /* unordered endpoints' claims in one statement: $1 the endpoints,
-     * $2 their limits; each row comes with its endpoint's number k */
+     * $2 their limits, $5 whether each was read under lock (else the
+     * claim asks PG_UNBLOCKED); each row comes with its endpoint's number k */
     [PG_CLAIM_MANY] =
-        "WITH w AS (SELECT * FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS w(ep, lim, k)), "
+        "WITH w AS (SELECT * FROM unnest($1::bigint[], $2::int[], $5::int[]) WITH ORDINALITY AS w(ep, lim, chk, k)), "
         "c AS (SELECT w.k, x.id FROM w CROSS JOIN LATERAL (SELECT q.id FROM hookd_queue q "
         "WHERE q.endpoint_id = w.ep AND q.status IN ('pending', 'failed') AND q.next_attempt_at <= " TS("$3")
-        " ORDER BY q.next_attempt_at, q.id LIMIT w.lim FOR UPDATE SKIP LOCKED) x), "
-        "u AS (UPDATE hookd_queue q SET status = 'in_flight', claimed_at = " TS("$3") " "
+        " AND (w.chk = 1 OR " PG_UNBLOCKED("w.ep") ") "
+        "ORDER BY q.next_attempt_at, q.id LIMIT w.lim FOR UPDATE SKIP LOCKED) x), "
+        "u AS (UPDATE hookd_queue q SET status = 'in_flight', claimed_at = " TS("$3") ", claimed_by = $4 "
         "WHERE q.id = ANY (ARRAY(SELECT id FROM c)) RETURNING q.id, q.event_id, q.payload, q.attempt_count, "
         "q.max_attempts, q.created_at, q.event_type, q.next_attempt_at) "
         "SELECT u.id, u.event_id, u.payload, u.attempt_count, u.max_attempts, " MS("u.created_at") ", "
         "u.event_type, c.k FROM u JOIN c ON c.id = u.id ORDER BY c.k, u.next_attempt_at, u.id",
-    /* the next due time of unordered endpoints, one statement */
+    /* the next due time of unordered endpoints, one statement; and
+     * whether another node blocked each */
     [PG_NEXT_DUE_MANY] =
         "SELECT w.k, (SELECT " MS("min(q.next_attempt_at)") " FROM hookd_queue q WHERE q.endpoint_id = w.ep "
-        "AND q.status IN ('pending', 'failed')) FROM unnest($1::bigint[]) WITH ORDINALITY AS w(ep, k)",
+        "AND q.status IN ('pending', 'failed')), (NOT " PG_UNBLOCKED("w.ep") ")::int "
+        "FROM unnest($1::bigint[]) WITH ORDINALITY AS w(ep, k)",
     [PG_NEXT_DUE] =
         "SELECT " MS("min(next_attempt_at)") " FROM hookd_queue "
         "WHERE endpoint_id = $1 AND status IN ('pending', 'failed')",
     [PG_NEXT_DUE_ORDERED] =
-        "SELECT " MS("q.next_attempt_at") " FROM hookd_queue q WHERE q.endpoint_id = $1 "
-        "AND q.status IN ('pending', 'failed') AND " PG_KEY_FREE " ORDER BY q.next_attempt_at LIMIT 1",
+        "SELECT (SELECT " MS("q.next_attempt_at") " FROM hookd_queue q WHERE q.endpoint_id = $1 "
+        "AND q.status IN ('pending', 'failed') AND " PG_KEY_FREE " ORDER BY q.next_attempt_at LIMIT 1), "
+        "(NOT " PG_UNBLOCKED("$1") ")::int",
     /* A round's results, their attempt log rows and latency samples in
      * one statement: the rows come as arrays ($1..$17, one element per
      * result; WITH ORDINALITY numbers them). Only a row still in flight
-     * changes (one dead-lettered meanwhile keeps its status), and only
+     * and still this node's ($18) changes (one dead-lettered meanwhile
+     * keeps its status; one taken over from a node declared dead is the
+     * taker's now), and only
      * then are its attempt and sample written; the numbers of the rows
      * that changed come back. Two samples of one batch in the same ring
      * slot: the later one stays. */
@@ -92,7 +108,8 @@ const char *const pg_sql[PG__COUNT] = {
         "next_attempt_at = CASE WHEN v.status = 'failed' THEN " TS("v.next_at") " ELSE q.next_attempt_at END, "
         "delivered_at = CASE WHEN v.status = 'delivered' THEN " TS("v.at") " ELSE q.delivered_at END, "
         "last_error = v.last_error, last_status_code = v.last_status, last_response_ms = v.response_ms, "
-        "last_error_class = v.error_class FROM v WHERE q.id = v.id AND q.status = 'in_flight' RETURNING v.n), "
+        "last_error_class = v.error_class FROM v WHERE q.id = v.id AND q.status = 'in_flight' AND q.claimed_by = $18 "
+        "RETURNING v.n), "
         "a AS (INSERT INTO delivery_attempts (message_id, attempt, endpoint_id, at, response_ms, status_code, "
         "error_class, detail, method, url, response) SELECT v.id, v.attempts, v.endpoint_id, " TS("v.at") ", "
         "CASE WHEN v.sample = 1 THEN v.response_ms END, v.att_status, v.error_class, v.detail, v.method, v.url, "
@@ -110,18 +127,28 @@ const char *const pg_sql[PG__COUNT] = {
         "SELECT n FROM u",
     [PG_RELEASE] =
         "UPDATE hookd_queue SET status = CASE WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, "
-        "next_attempt_at = " TS("$2") " WHERE id = $1 AND status = 'in_flight'",
+        "next_attempt_at = " TS("$2") " WHERE id = $1 AND status = 'in_flight' AND claimed_by = $3",
     [PG_HEALTH_SAVE] =
         "INSERT INTO endpoint_health (endpoint_id, endpoint_url, state, consecutive_failures, failure_threshold, "
         "last_failure_at, last_success_at, opened_at, cooldown_ms, slow_since, ring_next, concurrency_limit, "
-        "failing_since) VALUES ($1, $2, $3, $4, $5, " TS("$6") ", " TS("$7") ", " TS("$8") ", $9, " TS("$10")
-        ", $11, $12, " TS("$13") ") ON CONFLICT (endpoint_id) DO UPDATE SET "
+        "failing_since, probe_node) VALUES ($1, $2, $3, $4, $5, " TS("$6") ", " TS("$7") ", " TS("$8") ", $9, "
+        TS("$10") ", $11, $12, " TS("$13") ", $14) ON CONFLICT (endpoint_id) DO UPDATE SET "
         "endpoint_url = excluded.endpoint_url, state = excluded.state, "
         "consecutive_failures = excluded.consecutive_failures, failure_threshold = excluded.failure_threshold, "
         "last_failure_at = excluded.last_failure_at, last_success_at = excluded.last_success_at, "
         "opened_at = excluded.opened_at, cooldown_ms = excluded.cooldown_ms, slow_since = excluded.slow_since, "
         "ring_next = excluded.ring_next, concurrency_limit = excluded.concurrency_limit, "
-        "failing_since = excluded.failing_since",
+        "failing_since = excluded.failing_since, probe_node = excluded.probe_node",
+    /* the shared breaker of several endpoints, locked in id order */
+    [PG_HEALTH_LOCK] =
+        "SELECT h.endpoint_id, h.endpoint_url, " PG_HEALTH_COLS ", (h.probe_node IS NOT NULL)::int, "
+        "coalesce((SELECT e.paused FROM endpoints e WHERE e.id = h.endpoint_id), 0) "
+        "FROM endpoint_health h WHERE h.endpoint_id = ANY ($1::bigint[]) ORDER BY h.endpoint_id FOR UPDATE",
+    /* every endpoint has its health row before any node locks it: a row
+     * two nodes insert at once would make one wait inside its round */
+    [PG_HEALTH_ENSURE] =
+        "INSERT INTO endpoint_health (endpoint_id, endpoint_url) VALUES ($1, $2) ON CONFLICT (endpoint_id) DO NOTHING",
+    [PG_NOTIFY] = "SELECT pg_notify($1, $2)",
     [PG_ROLLUP_SAVE] =
         "UPDATE endpoint_health SET p50_ms = $2, p95_ms = $3, p99_ms = $4, sample_count = $5, "
         "rolled_up_at = " TS("$6") " WHERE endpoint_id = $1",
@@ -171,9 +198,26 @@ const char *const pg_sql[PG__COUNT] = {
         "max_attempts, created_at, next_attempt_at, last_error, last_error_class, last_status_code, "
         "last_response_ms, ordering_key) VALUES ($1, $2, $3, $4, $5, $6, $7, " TS("$8") ", " TS("$9") ", "
         "$10, $11, $12, $13, $14) ON CONFLICT (endpoint_id, event_id) DO NOTHING",
-    [PG_RECOVER] =
-        "UPDATE hookd_queue SET status = CASE WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, "
-        "next_attempt_at = " TS("$1") " WHERE status = 'in_flight'",
+    /* Nodes silent past their lease ($2 this node, $3 its name: an
+     * older process of the same name is dead, it held the name's lock)
+     * go, their rows in flight back to the queue (due $1), their breaker
+     * probe freed; rows in flight without a node (schema 1) too, and with
+     * $4 = 1 (start-up) this node's own. The other nodes are told.
+     * Returns the rows and the nodes. */
+    [PG_TAKEOVER] =
+        "WITH d AS (DELETE FROM hookd_node n WHERE n.id <> $2 AND (n.name = $3 OR "
+        "n.heartbeat_at < now() - n.lease_ms * interval '1 millisecond') RETURNING n.id), "
+        "q AS (UPDATE hookd_queue SET status = CASE WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, "
+        "next_attempt_at = " TS("$1") ", claimed_by = NULL WHERE status = 'in_flight' AND "
+        "(claimed_by IS NULL OR claimed_by IN (SELECT id FROM d) OR ($4::int = 1 AND claimed_by = $2)) RETURNING 1), "
+        "h AS (UPDATE endpoint_health SET probe_node = NULL WHERE probe_node IN (SELECT id FROM d) RETURNING 1) "
+        "SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM d), (SELECT count(*) FROM h), "
+        "CASE WHEN EXISTS (SELECT 1 FROM q) OR EXISTS (SELECT 1 FROM h) THEN pg_notify('hookd_due', '0') END",
+    [PG_NODE_BEAT] = "UPDATE hookd_node SET heartbeat_at = now() WHERE id = $1",
+    [PG_NODE_ADD] = "INSERT INTO hookd_node (name, pid, lease_ms) VALUES ($1, $2, $3) RETURNING id",
+    [PG_NODE_COUNT] =
+        "SELECT count(*) FROM hookd_node WHERE heartbeat_at >= now() - lease_ms * interval '1 millisecond'",
+    [PG_LEAD] = "SELECT pg_try_advisory_lock(hashtext('hookd.lead:' || current_schema()))",
 
     /* ---- reader ---- */
     /* each count from its partial index; $1 = an hour ago */

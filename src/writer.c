@@ -3,6 +3,7 @@
  * rooms beside it: settle.c, intake.c, dispatch.c, admin.c, maint.c. */
 #include "writer.h"
 #include "admin.h"
+#include "cluster.h"
 #include "counters.h"
 #include "dispatch.h"
 #include "epstats.h"
@@ -25,6 +26,8 @@ struct writer {
     struct registry reg;
     struct notify notify;
     struct maint maint;
+    struct cluster cl;
+    struct store_watch *watch;   /* other nodes' work (shared stores) */
     struct cron *cron;
     pthread_t th;
     int started;
@@ -40,6 +43,11 @@ struct writer {
     size_t rollups_n;
     struct opsev *events;   /* raised by the reader */
     size_t events_n, events_cap;
+    /* from the watcher: rows of these endpoints may be due, or of any;
+     * endpoints changed on another node */
+    int64_t poke[32];
+    size_t npoke;
+    int poke_all, ep_sync;
     int stopping;    /* stop claiming */
     int stop_seen;   /* the writer thread will claim no more */
     int finishing;   /* deliveries are all back: drain and exit */
@@ -158,7 +166,8 @@ static void writer_round(struct writer *w, struct req *reqs, struct djob *result
     if (!batch && !results && !claiming)
         return;
     registry_round_begin(&w->reg);
-    if (st->ops->begin(st, batch != NULL) < 0 || settle_results(&w->reg, st, results, now) < 0 ||
+    if (st->ops->begin(st, batch != NULL) < 0 || cluster_lock_round(&w->cl, results, claiming, now) < 0 ||
+        settle_results(&w->reg, st, results, now) < 0 ||
         (batch && intake_batch(&w->reg, st, &batch, &answered, &claimed, now, util_mono_ms()) < 0) ||
         (claiming && dispatch_claim(&w->reg, st, now, util_mono_ms(), w->c->claim_batch, &claimed) < 0) ||
         registry_save_health(&w->reg, st, now) < 0 || registry_notify_flush(&w->reg, st, now) < 0 ||
@@ -195,7 +204,7 @@ static void wait_for_work(struct writer *w)
         int results_ready = w->results && mono >= w->retry_results_at;
 
         if (w->inbox || results_ready || w->reload_pending || w->rollups || w->events_n || w->finishing ||
-            (w->stopping && !w->stop_seen))
+            (w->stopping && !w->stop_seen) || (!w->stopping && (w->npoke || w->poke_all || w->ep_sync)))
             return;
         wake = w->stopping ? INT64_MAX : dispatch_next_wake(&w->reg, now, mono);
         until = cron_next(w->cron, CRON_WRITER);
@@ -222,7 +231,8 @@ static void save_all_health(struct writer *w)
     size_t i;
 
     registry_round_begin(&w->reg);
-    for (i = 0; i < w->reg.n; i++)
+    /* shared: every round saved what it changed, under lock */
+    for (i = 0; i < w->reg.n && !w->reg.shared; i++)
         registry_mark_health(&w->reg, w->reg.v[i]);
     registry_history_collect(&w->reg);
     if (st->ops->begin(st, 1) < 0 || registry_save_health(&w->reg, st, util_now_ms()) < 0 ||
@@ -245,8 +255,9 @@ static void *writer_main(void *arg)
         struct djob *results = NULL;
         struct ep_def *defs = NULL;
         struct store_rollup *rollups = NULL;
-        size_t ndefs = 0, nroll = 0, taken = 0, i;
-        int reload = 0, claiming, finishing;
+        size_t ndefs = 0, nroll = 0, taken = 0, i, npoke;
+        int64_t poke[32];
+        int reload = 0, claiming, finishing, poke_all, ep_sync;
 
         pthread_mutex_lock(&w->mu);
         wait_for_work(w);
@@ -282,6 +293,12 @@ static void *writer_main(void *arg)
         w->events_n = 0;
         claiming = !w->stopping;
         finishing = w->finishing;
+        npoke = w->npoke;
+        memcpy(poke, w->poke, npoke * sizeof poke[0]);
+        poke_all = w->poke_all;
+        ep_sync = w->ep_sync;
+        w->npoke = 0;
+        w->poke_all = w->ep_sync = 0;
         if (w->stopping && !w->stop_seen) {
             w->stop_seen = 1;
             pthread_cond_broadcast(&w->cv);
@@ -297,6 +314,10 @@ static void *writer_main(void *arg)
                 ep_def_free(&defs[i]);
             free(defs);
         }
+        if (ep_sync)
+            cluster_sync_endpoints(&w->cl);
+        if (poke_all || npoke)
+            cluster_poke(&w->cl, poke, npoke, poke_all);
         if (nroll)
             maint_apply_rollup(&w->maint, rollups, nroll);
         free(rollups);
@@ -332,6 +353,24 @@ static void *writer_main(void *arg)
         }
     }
     return NULL;
+}
+
+/* ---- other nodes ---- */
+
+/* What the watcher heard (its thread): the writer looks at the next round. */
+static void on_watch(void *ctx, enum store_watch_kind kind, int64_t id)
+{
+    struct writer *w = ctx;
+
+    pthread_mutex_lock(&w->mu);
+    if (kind == STORE_WATCH_ENDPOINTS)
+        w->ep_sync = 1;
+    else if (id == 0 || w->npoke == sizeof w->poke / sizeof w->poke[0])
+        w->poke_all = 1;
+    else
+        w->poke[w->npoke++] = id;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
 }
 
 /* ---- start-up ---- */
@@ -396,7 +435,10 @@ int writer_create(struct writer **out, const struct config *c, struct store *st,
     if (recovered)
         log_warn("recovered_in_flight", "count=%lld note=\"returned to the queue; receivers may see these "
                  "webhook-ids twice\"", (long long)recovered);
-    if (maint_register(&w->maint, c, st, &w->reg, cron) < 0) {
+    if (cluster_init(&w->cl, c, st, &w->reg, cron, err, errlen) < 0)
+        goto fail;
+    cluster_beat(&w->cl);
+    if (maint_register(&w->maint, c, st, &w->reg, cron, &w->cl) < 0) {
         snprintf(err, errlen, "too many periodic jobs");
         goto fail;
     }
@@ -409,11 +451,20 @@ fail:
 
 int writer_start(struct writer *w, struct deliver *d, writer_fatal_fn fatal, void *fatal_ctx)
 {
+    char err[256];
+
     w->d = d;
     w->on_fatal = fatal;
     w->fatal_ctx = fatal_ctx;
-    if (pthread_create(&w->th, NULL, writer_main, w) != 0)
+    if (store_watch_start(w->c, on_watch, w, &w->watch, err, sizeof err) < 0) {
+        log_error("start_failed", "err=\"%s\"", err);
         return -1;
+    }
+    if (pthread_create(&w->th, NULL, writer_main, w) != 0) {
+        store_watch_stop(w->watch);
+        w->watch = NULL;
+        return -1;
+    }
     pthread_setname_np(w->th, "hookd-writer");
     w->started = 1;
     return 0;
@@ -516,6 +567,8 @@ void writer_stop(struct writer *w, struct deliver *d)
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->th, NULL);
     w->started = 0;
+    store_watch_stop(w->watch);
+    w->watch = NULL;
 }
 
 void writer_free(struct writer *w)
@@ -524,7 +577,9 @@ void writer_free(struct writer *w)
 
     if (!w)
         return;
+    store_watch_stop(w->watch);
     store_close(w->st);
+    cluster_free(&w->cl);
     registry_free(&w->reg);
     notify_free(&w->notify);
     free(w->events);

@@ -7,7 +7,8 @@ into a temp directory, Unix socket only) and a database per test:
 - the seed design's own read queries (the one-row health summary,
   analyze_dead_letters, get_slow_endpoints), copied from the article,
   run unchanged against hookd's database and give the right answers;
-- a second node on the same database is refused (one node for now);
+- a second process with the same node name is refused; one with a name
+  of its own joins (several nodes: test_cluster.py);
 - the database going away: enqueues answer storage_unavailable, hookd
   keeps running, reconnects, settles the deliveries that ended meanwhile
   and delivers what it had acknowledged; SIGTERM while it is away exits
@@ -212,14 +213,21 @@ def test_schema_applied_by_operator_then_a_role_without_create(hookd, receiver, 
     assert "schema_migrated" not in d.log()
 
 
-def test_second_node_refused(hookd, pgdb):
-    ci, _ = pgdb
+def test_same_node_name_refused(hookd, pgdb):
+    """Two processes with one node name would each hand the other's rows
+    in flight back to the queue at start: the second is refused, one with
+    a name of its own joins."""
+    ci, sql = pgdb
     hookd(name="one", sections=pg_sections(ci))
     two = hookd(name="two", sections=pg_sections(ci), start=False)
     two.start(wait=False)
     rc = two.proc.wait(30)
     assert rc != 0
-    assert "another hookd node writes to this database" in two.log(), two.log()[-2000:]
+    assert "another hookd process runs as node" in two.log(), two.log()[-2000:]
+    three = hookd(name="three", sections=pg_sections(ci, {"postgres": {"node_name": "three"}}))
+    assert three.running
+    names = sorted(r[0] for r in sql("SELECT name FROM hookd_node"))
+    assert len(names) == 2 and "three" in names, names
 
 
 def test_database_restart_answers_unavailable_then_recovers(hookd, receiver, tmp_path):

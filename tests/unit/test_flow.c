@@ -57,7 +57,7 @@ static int setup(void **state)
     if (registry_init(&f->reg, &f->c) < 0)
         return -1;
     cron_init(&f->cron, f->mono);
-    if (maint_register(&f->maint, &f->c, f->st, &f->reg, &f->cron) < 0)
+    if (maint_register(&f->maint, &f->c, f->st, &f->reg, &f->cron, NULL) < 0)
         return -1;
     *state = f;
     return 0;

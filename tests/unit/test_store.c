@@ -98,6 +98,8 @@ static int setup_pg(void **state)
     if (config_init(&f->cfg) < 0 || pg_admin(sql) < 0)
         return -1;
     f->cfg.backend = CFG_BACKEND_POSTGRES;
+    free(f->cfg.pg_node_name);
+    f->cfg.pg_node_name = strdup("n1");
     free(f->cfg.pg_conninfo);
     f->cfg.pg_conninfo = malloc(512);
     snprintf(f->cfg.pg_conninfo, 512, "%s options='-c search_path=%s'", getenv("HOOKD_TEST_PG"), f->pg_schema);
@@ -391,9 +393,9 @@ static void claim_many_takes_what_claim_would(void **state)
     enqueue_keyed(f, b, "b2", "k", T0);    /* held back by b1 */
     b3 = enqueue_keyed(f, b, "b3", "j", T0);
     enqueue_at(f, c, "c1", T0 + 500, NULL); /* not due */
-    w[0] = (struct store_claim_want){a, 2, 0, -1, 0};
-    w[1] = (struct store_claim_want){b, 10, 1, -1, 0};
-    w[2] = (struct store_claim_want){c, 5, 0, -1, 0};
+    w[0] = (struct store_claim_want){.endpoint_id = a, .limit = 2, .checked = 1, .n = -1};
+    w[1] = (struct store_claim_want){.endpoint_id = b, .limit = 10, .ordered = 1, .checked = 1, .n = -1};
+    w[2] = (struct store_claim_want){.endpoint_id = c, .limit = 5, .checked = 1, .n = -1};
     begin(f);
     OK(f->w->ops->claim_many(f->w, T0 + 10, w, 3, many_take, &m));
     commit(f);
@@ -1233,6 +1235,162 @@ static void export_then_import_moves_the_queue(void **state)
     exported_free(&y);
 }
 
+/* ---- several nodes on one database (backends with node_beat) ---- */
+
+#ifdef HOOKD_WITH_PG
+/* A second node on f's database: its own name, the same schema. */
+static struct store *second_node(struct fx *f, const char *name, struct config *c2)
+{
+    struct store *w2 = NULL;
+    char err[512];
+
+    *c2 = f->cfg;
+    c2->pg_node_name = (char *)name;
+    if (store_open(c2, STORE_WRITER, &w2, err, sizeof err) < 0)
+        fprintf(stderr, "second node: %s\n", err);
+    return w2;
+}
+#endif
+
+static int many_none(void *ctx, size_t k, const struct store_claimed *row)
+{
+    (void)ctx;
+    (void)k;
+    (void)row;
+    return 0;
+}
+
+/* A result counts only for the node that claimed the row; a node silent
+ * past its lease loses its rows to the others and comes back as a new
+ * node whose old results change nothing. */
+static void shared_results_count_for_the_claiming_node_only(void **state)
+{
+#ifdef HOOKD_WITH_PG
+    struct fx *f = *state;
+    struct config c2;
+    struct store *w2, *w3;
+    struct store_node nd;
+    int64_t a, x;
+    char sql[256];
+
+    if (!f->w->ops->node_beat)
+        return;
+    a = put_endpoint(f, "a", 0);
+    x = enqueue_at(f, a, "x", T0, NULL);
+    assert_non_null(w2 = second_node(f, "n2", &c2));
+    assert_int_equal(claim(f, a, T0, 10).n, 1);
+    /* node 2 cannot settle node 1's row */
+    {
+        struct store_settle s = {.id = x, .endpoint_id = a, .verdict = SETTLE_DELIVERED, .attempts = 1,
+                                 .at = T0 + 1, .status_code = 200, .response_ms = 5, .ring_slot = -1};
+        OK(w2->ops->begin(w2, 0));
+        OK(w2->ops->settle(w2, &s, 1));
+        OK(w2->ops->commit(w2));
+        assert_int_equal(s.applied, 0);
+    }
+    assert_string_equal(status_of(f, x), "in_flight");
+    /* another process as n1 is refused: it would take n1's rows */
+    assert_null(w3 = second_node(f, "n1", &c2));
+    OK(w2->ops->node_beat(w2, &nd));
+    assert_int_equal(nd.nodes, 2);
+    assert_int_equal(nd.taken_over, 0);
+    /* n1 goes silent past its lease: n2 takes its row over */
+    snprintf(sql, sizeof sql, "UPDATE %s.hookd_node SET heartbeat_at = now() - interval '1 hour' WHERE name = 'n1'",
+             f->pg_schema);
+    assert_int_equal(pg_admin(sql), 0);
+    OK(w2->ops->node_beat(w2, &nd));
+    assert_int_equal(nd.taken_over, 1);
+    assert_int_equal(nd.dead_nodes, 1);
+    assert_int_equal(nd.nodes, 1);
+    assert_string_equal(status_of(f, x), "pending");
+    /* n2 claims it again; n1's late result changes nothing */
+    {
+        struct store_claim_want w = {.endpoint_id = a, .limit = 5, .checked = 1};
+        OK(w2->ops->begin(w2, 0));
+        OK(w2->ops->claim_many(w2, T0 + 2, &w, 1, many_none, NULL));
+        OK(w2->ops->commit(w2));
+        assert_int_equal(w.n, 1);
+    }
+    assert_false(settle(f, x, a, SETTLE_DELIVERED, 1, T0 + 3, 200, 1, NULL, NULL));
+    assert_string_equal(status_of(f, x), "in_flight");
+    /* n1's next heartbeat finds it was declared dead: a new node */
+    OK(f->w->ops->node_beat(f->w, &nd));
+    assert_int_equal(nd.lease_lost, 1);
+    assert_int_equal(nd.nodes, 2);
+    store_close(w2);
+#else
+    (void)state;
+#endif
+}
+
+/* The breaker is the health row's: a claim that did not read it under
+ * lock takes nothing while another node has it open, and says so; the
+ * probe out is every node's to see. */
+static void shared_breaker_blocks_every_node(void **state)
+{
+    struct fx *f = *state;
+    int64_t a, x;
+    struct store_health h, got;
+    struct store_claim_want w;
+
+    if (!f->w->ops->health_lock)
+        return;
+    a = put_endpoint(f, "a", 0);
+    x = enqueue_at(f, a, "x", T0, NULL);
+    memset(&h, 0, sizeof h);
+    h.endpoint_id = a;
+    h.endpoint_url = "http://a";
+    h.state = BREAKER_OPEN;
+    h.consecutive_failures = 10;
+    h.failure_threshold = 10;
+    h.opened_at = T0;
+    h.cooldown_ms = 60000;
+    begin(f);
+    OK(f->w->ops->health_save(f->w, &h, 1));
+    commit(f);
+    w = (struct store_claim_want){.endpoint_id = a, .limit = 5};
+    begin(f);
+    OK(f->w->ops->claim_many(f->w, T0 + 1, &w, 1, many_none, NULL));
+    commit(f);
+    assert_int_equal(w.n, 0);
+    assert_int_equal(w.blocked, 1);
+    assert_string_equal(status_of(f, x), "pending");
+    /* under lock: the state, and the probe this node takes */
+    memset(&got, 0, sizeof got);
+    got.endpoint_id = a;
+    begin(f);
+    OK(f->w->ops->health_lock(f->w, &a, 1, keep_health, &got));
+    assert_int_equal(got.state, BREAKER_OPEN);
+    assert_int_equal(got.consecutive_failures, 10);
+    assert_int_equal(got.probe_out, 0);
+    h.state = BREAKER_HALF_OPEN;
+    h.probe_out = 1;
+    OK(f->w->ops->health_save(f->w, &h, 1));
+    w = (struct store_claim_want){.endpoint_id = a, .limit = 1, .checked = 1};
+    OK(f->w->ops->claim_many(f->w, T0 + 60001, &w, 1, many_none, NULL));
+    commit(f);
+    assert_int_equal(w.n, 1);
+    begin(f);
+    OK(f->w->ops->health_lock(f->w, &a, 1, keep_health, &got));
+    commit(f);
+    assert_int_equal(got.state, BREAKER_HALF_OPEN);
+    assert_int_equal(got.probe_out, 1);
+    /* paused on another node: blocked too */
+    h.state = BREAKER_CLOSED;
+    h.probe_out = 0;
+    enqueue_at(f, a, "y", T0, NULL);
+    begin(f);
+    OK(f->w->ops->health_save(f->w, &h, 1));
+    OK(f->w->ops->endpoint_pause(f->w, a, 1, "operator", T0));
+    commit(f);
+    w = (struct store_claim_want){.endpoint_id = a, .limit = 5};
+    begin(f);
+    OK(f->w->ops->claim_many(f->w, T0 + 60002, &w, 1, many_none, NULL));
+    commit(f);
+    assert_int_equal(w.n, 0);
+    assert_int_equal(w.blocked, 1);
+}
+
 #define TABLE(setup)                                                                            \
     cmocka_unit_test_setup_teardown(enqueue_dedups_per_endpoint, setup, teardown),             \
         cmocka_unit_test_setup_teardown(claim_takes_due_rows_oldest_first, setup, teardown),   \
@@ -1253,7 +1411,9 @@ static void export_then_import_moves_the_queue(void **state)
         cmocka_unit_test_setup_teardown(latency_ring_replaces_and_trims, setup, teardown),     \
         cmocka_unit_test_setup_teardown(dead_letters_group_by_class, setup, teardown),         \
         cmocka_unit_test_setup_teardown(stats_count_and_find_the_oldest, setup, teardown),     \
-        cmocka_unit_test_setup_teardown(export_then_import_moves_the_queue, setup, teardown)
+        cmocka_unit_test_setup_teardown(export_then_import_moves_the_queue, setup, teardown),          \
+        cmocka_unit_test_setup_teardown(shared_results_count_for_the_claiming_node_only, setup, teardown), \
+        cmocka_unit_test_setup_teardown(shared_breaker_blocks_every_node, setup, teardown)
 
 int main(void)
 {
