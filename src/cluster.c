@@ -45,7 +45,19 @@ static int lock_list(struct cluster *cl, size_t n)
     for (i = 0; i < n; i++)
         if (m == 0 || cl->ids[m - 1] != cl->ids[i])
             cl->ids[m++] = cl->ids[i];
-    return cl->st->ops->health_lock(cl->st, cl->ids, m, sync_row, cl->reg);
+    if (cl->st->ops->health_lock(cl->st, cl->ids, m, sync_row, cl->reg) < 0)
+        return -1;
+    /* no row (an endpoint put before its row was ensured): no node has
+     * recorded anything; the row this round saves is the first */
+    for (i = 0; i < m; i++) {
+        struct endpoint *e = registry_by_id(cl->reg, cl->ids[i]);
+        if (e && e->locked != cl->reg->round) {
+            registry_touch(cl->reg, e);
+            e->locked = cl->reg->round;
+            e->stale = 0;
+        }
+    }
+    return 0;
 }
 
 int cluster_lock(struct cluster *cl, const int64_t *ids, size_t n)

@@ -203,18 +203,28 @@ const char *const pg_sql[PG__COUNT] = {
      * go, their rows in flight back to the queue (due $1), their breaker
      * probe freed; rows in flight without a node (schema 1) too, and with
      * $4 = 1 (start-up) this node's own. The other nodes are told.
-     * Returns the rows and the nodes. */
+     * Health rows are locked in id order, as every round locks them. A
+     * dead node's writer session that lives on (a stopped process) is
+     * ended: it frees the lead lock. Returns the rows and the nodes. */
     [PG_TAKEOVER] =
         "WITH d AS (DELETE FROM hookd_node n WHERE n.id <> $2 AND (n.name = $3 OR "
-        "n.heartbeat_at < now() - n.lease_ms * interval '1 millisecond') RETURNING n.id), "
+        "n.heartbeat_at < now() - n.lease_ms * interval '1 millisecond') "
+        "RETURNING n.id, n.backend_pid, n.backend_start), "
+        "k AS (SELECT pg_terminate_backend(a.pid) FROM pg_stat_activity a JOIN d ON a.pid = d.backend_pid AND "
+        "a.backend_start = d.backend_start WHERE a.usename = current_user AND a.pid <> pg_backend_pid()), "
         "q AS (UPDATE hookd_queue SET status = CASE WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, "
         "next_attempt_at = " TS("$1") ", claimed_by = NULL WHERE status = 'in_flight' AND "
         "(claimed_by IS NULL OR claimed_by IN (SELECT id FROM d) OR ($4::int = 1 AND claimed_by = $2)) RETURNING 1), "
-        "h AS (UPDATE endpoint_health SET probe_node = NULL WHERE probe_node IN (SELECT id FROM d) RETURNING 1) "
-        "SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM d), (SELECT count(*) FROM h), "
+        "h AS (UPDATE endpoint_health SET probe_node = NULL WHERE endpoint_id = ANY (ARRAY(SELECT endpoint_id "
+        "FROM endpoint_health WHERE probe_node IN (SELECT id FROM d) ORDER BY endpoint_id FOR UPDATE)) RETURNING 1) "
+        "SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM d), (SELECT count(*) FROM h), (SELECT count(*) FROM k), "
         "CASE WHEN EXISTS (SELECT 1 FROM q) OR EXISTS (SELECT 1 FROM h) THEN pg_notify('hookd_due', '0') END",
-    [PG_NODE_BEAT] = "UPDATE hookd_node SET heartbeat_at = now() WHERE id = $1",
-    [PG_NODE_ADD] = "INSERT INTO hookd_node (name, pid, lease_ms) VALUES ($1, $2, $3) RETURNING id",
+    [PG_NODE_BEAT] =
+        "UPDATE hookd_node SET heartbeat_at = now(), backend_pid = pg_backend_pid(), backend_start = "
+        "(SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()) WHERE id = $1",
+    [PG_NODE_ADD] =
+        "INSERT INTO hookd_node (name, pid, lease_ms, backend_pid, backend_start) VALUES ($1, $2, $3, "
+        "pg_backend_pid(), (SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid())) RETURNING id",
     [PG_NODE_COUNT] =
         "SELECT count(*) FROM hookd_node WHERE heartbeat_at >= now() - lease_ms * interval '1 millisecond'",
     [PG_LEAD] = "SELECT pg_try_advisory_lock(hashtext('hookd.lead:' || current_schema()))",

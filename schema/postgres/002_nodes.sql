@@ -16,10 +16,18 @@ CREATE TABLE hookd_node (
     pid          integer NOT NULL,
     lease_ms     bigint NOT NULL,
     started_at   timestamptz NOT NULL DEFAULT now(),
-    heartbeat_at timestamptz NOT NULL DEFAULT now()
+    heartbeat_at timestamptz NOT NULL DEFAULT now(),
+    -- the writer's session: a node declared dead whose session lives on
+    -- (a stopped process) has it ended, which frees the lead lock it held
+    backend_pid   integer,
+    backend_start timestamptz
 );
 
 ALTER TABLE hookd_queue ADD COLUMN claimed_by bigint;
 CREATE INDEX idx_queue_claimed ON hookd_queue (claimed_by) WHERE status = 'in_flight';
 
 ALTER TABLE endpoint_health ADD COLUMN probe_node bigint;
+
+-- every endpoint has its health row before any node locks it
+INSERT INTO endpoint_health (endpoint_id, endpoint_url)
+    SELECT id, url FROM endpoints ON CONFLICT (endpoint_id) DO NOTHING;

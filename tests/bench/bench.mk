@@ -9,9 +9,12 @@
 #   make bench-postgres   hookd on PostgreSQL (one node, private durable
 #                         cluster): enqueue, preloaded and streamed delivery,
 #                         ratio to the seed design
+#   make bench-cluster    two hookd nodes on one PostgreSQL vs one, against
+#                         a receiver answering after 50 ms (nginx echo_sleep)
 # Knobs (make VAR=...): BENCH_ENQ_N BENCH_DEL_N BENCH_LAT_RATES BENCH_LAT_SECS
 # BENCH_WRK_SECS BENCH_SEED_N BENCH_SEED_K BENCH_SEED=0 (skip the seed)
-# BENCH_SCALE_NEPS BENCH_SCALE_MSGS BENCH_SCALE_SECS.
+# BENCH_SCALE_NEPS BENCH_SCALE_MSGS BENCH_SCALE_SECS BENCH_CL_N BENCH_CL_EPS
+# BENCH_CL_INFLIGHT.
 # Results: build/bench/results.txt (see tests/bench/README.md).
 
 BENCH_OUT   := $(BUILD)/bench
@@ -20,7 +23,7 @@ BENCH_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
                 $(shell $(PKG_CONFIG) --cflags sqlite3 2>/dev/null)
 BENCH_LIBS  := $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null || echo -lsqlite3)
 
-.PHONY: bench bench-enqueue bench-delivery bench-scale bench-postgres bench-tools
+.PHONY: bench bench-enqueue bench-delivery bench-scale bench-postgres bench-cluster bench-tools
 
 $(BENCH_OUT)/loadgen: tests/bench/loadgen.c tests/bench/bench_common.h
 	@mkdir -p $(@D)
@@ -52,3 +55,6 @@ bench-scale: $(HOOKD) $(BENCH_TOOLS)
 
 bench-postgres: $(HOOKD) $(BENCH_TOOLS)
 	$(BENCH_ENV) tests/bench/run.sh postgres
+
+bench-cluster: $(HOOKD) $(BENCH_TOOLS)
+	$(BENCH_ENV) tests/bench/run.sh cluster

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # tests/bench/run.sh - hookd benchmark driver (see tests/bench/README.md).
-#   run.sh all|enqueue|delivery|scale|postgres
+#   run.sh all|enqueue|delivery|scale|postgres|cluster
 # Normally run through `make bench`, `make bench-enqueue`, `make bench-delivery`,
-# `make bench-scale`, `make bench-postgres`.
+# `make bench-scale`, `make bench-postgres`, `make bench-cluster`.
 # Everything is bounded (counts, durations, timeouts), loopback only, and
 # every process started here (hookd, nginx, the seed's postgres) is stopped
 # on exit. Ratios are what to read: the machine is shared and noisy, both
 # sides of each ratio are measured in the same run, back to back.
 set -euo pipefail
 what=${1:-all}
-case "$what" in all|enqueue|delivery|scale|postgres) ;; *) echo "usage: $0 all|enqueue|delivery|scale|postgres" >&2; exit 2;; esac
+case "$what" in all|enqueue|delivery|scale|postgres|cluster) ;;
+  *) echo "usage: $0 all|enqueue|delivery|scale|postgres|cluster" >&2; exit 2;; esac
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -32,12 +33,15 @@ DEL_ROUNDS=${BENCH_DEL_ROUNDS:-3}
 SEED=${BENCH_SEED:-1}
 SEED_N=${BENCH_SEED_N:-3000}
 SEED_K=${BENCH_SEED_K:-3}
+CL_N=${BENCH_CL_N:-20000}
+CL_EPS=${BENCH_CL_EPS:-64}
+CL_INFLIGHT=${BENCH_CL_INFLIGHT:-128}
 RESULTS=$BIN/results.txt
 
 for f in "$HOOKD" "$BIN/loadgen" "$BIN/rawinsert" "$BIN/dbreport"; do
   [ -x "$f" ] || { echo "bench: $f missing (run through make)" >&2; exit 2; }
 done
-if [ "$what" = all ] || [ "$what" = delivery ] || [ "$what" = postgres ]; then
+if [ "$what" = all ] || [ "$what" = delivery ] || [ "$what" = postgres ] || [ "$what" = cluster ]; then
   for f in "$SHARED/bench/receiver-nginx.sh" "$SHARED/bench/post.lua"; do
     [ -r "$f" ] || { echo "bench: $f missing (shared/ must sit beside the repository)" >&2; exit 2; }
   done
@@ -62,6 +66,10 @@ if [ "$what" = all ] || [ "$what" = delivery ] || [ "$what" = postgres ]; then
   [ "$SEED" = 0 ] || need_pkgs postgresql python3-psycopg2 python3-requests
 fi
 [ "$what" != all ] && [ "$what" != postgres ] || need_pkgs postgresql
+if [ "$what" = all ] || [ "$what" = cluster ]; then
+  command -v nginx >/dev/null || need_pkgs nginx-light
+  need_pkgs postgresql libnginx-mod-http-echo   # echo_sleep: a receiver that answers after 50 ms
+fi
 
 # ---- lifecycle ----
 mkdir -p "$BIN"
@@ -575,10 +583,86 @@ bench_scale() {
   row "scale: log lines in that run" "$nlines" "besides start-up's endpoint_added; $ntrans breaker_transition lines, $nsum summaries"
 }
 
+# ---- 5. several nodes on one PostgreSQL ----
+# A receiver that answers every request after 50 ms (nginx with the echo
+# module's echo_sleep: no thread per request), so delivery is bound by
+# latency and concurrency, not CPU. CL_EPS endpoints on it (their in-flight
+# caps, shared out among the nodes, do not bind); each node may have
+# CL_INFLIGHT requests out ([delivery] max_in_flight_total), the same for
+# one node and for two. CL_N messages streamed in, spread over the nodes.
+slow_receiver() {  # slow_receiver PORT DIR
+  local port=$1 dir=$2
+  mkdir -p "$dir/logs" "$dir/tmp"
+  cat >"$dir/nginx.conf" <<CONF
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+worker_processes 1;
+pid $dir/nginx.pid;
+error_log $dir/logs/error.log warn;
+events { worker_connections 8192; }
+http {
+  access_log off;
+  client_body_temp_path $dir/tmp;
+  keepalive_requests 1000000;
+  keepalive_timeout 65s;
+  server {
+    listen 127.0.0.1:$port reuseport backlog=4096;
+    location / { echo_read_request_body; echo_sleep 0.05; echo ok; }
+  }
+}
+CONF
+  nginx -c "$dir/nginx.conf" -p "$dir" -e "$dir/logs/error.log"
+  nginx_dirs+=("$dir")
+}
+bench_cluster() {
+  local port ci n i d cin t0 rates=() cpus=() pids lines outs
+  pg_dir=$(mktemp -d /tmp/hookd-bench-pg.XXXXXX)
+  ci=$(HOOKD_PG_DURABLE=1 "$root/tests/pg/cluster.sh" start "$pg_dir")
+  port=$("$BIN/loadgen" freeport)
+  slow_receiver "$port" "$work/nginx-slow"
+  mapfile -t lines < <(ep_lines "$port" "$CL_EPS")
+  for n in 1 2; do
+    log "cluster: $CL_N messages streamed into $n node(s), $CL_EPS endpoints answering after 50 ms, $CL_INFLIGHT in flight per node"
+    cin=${ci/dbname=postgres/dbname=cluster$n}
+    psql "$ci" -qAtX -c "CREATE DATABASE cluster$n" >/dev/null
+    pids=()
+    for i in $(seq "$n"); do
+      d=$work/cl$n-$i
+      write_conf "$d" '[storage]' 'backend = postgres' '[postgres]' "conninfo = $cin" "node_name = n$i" \
+        '[delivery]' 'allow_networks = 127.0.0.0/8' "max_in_flight_total = $CL_INFLIGHT" "${lines[@]}"
+      start_hookd "$d"
+      pids+=("$HOOKD_PID")
+    done
+    t0=$(date +%s%3N)
+    outs=()
+    for i in $(seq "$n"); do
+      "$BIN/loadgen" enqueue -s "$work/cl$n-$i/hookd.sock" -e nginx -E "$CL_EPS" -c 2 -n $((CL_N / n)) -w 500 \
+        -t "cl$n-$i" >"$work/cl$n-$i.out" &
+      outs+=($!)
+    done
+    for i in "${outs[@]}"; do wait "$i" || { log "enqueue failed"; exit 1; }; done
+    rates+=("$(DEL_N=$CL_N pg_rate "$cin" "$t0")")
+    local c=0
+    for i in "${pids[@]}"; do c=$(awk -v a="$c" -v b="$(cpu_s "$i")" 'BEGIN { printf "%.2f", a + b }'); done
+    cpus+=("$(per_msg_us "$c" "$CL_N")")
+    log "  $n node(s): ${rates[-1]} delivered/s; hookd CPU ${cpus[-1]} us/msg over the nodes"
+    for i in "${pids[@]}"; do stop_pid "$i"; done
+  done
+  "$SHARED/bench/receiver-nginx.sh" stop "$work/nginx-slow"
+  "$root/tests/pg/cluster.sh" stop "$pg_dir"
+  pg_dir=
+  local ratio; ratio=$(div "${rates[1]}" "${rates[0]}")
+  row "cluster: delivered/s, 1 node, receiver answers in 50 ms" "${rates[0]}" \
+    "$CL_EPS endpoints, max_in_flight_total = $CL_INFLIGHT; ${cpus[0]} us CPU/msg"
+  row "cluster: delivered/s, 2 nodes, same database and receiver" "${rates[1]}" \
+    "the same per node; ${cpus[1]} us CPU/msg over both"
+  row "cluster: ratio 2 nodes / 1 node" "$ratio" "$(verdict "$ratio" 1.7)"
+}
+
 case "$what" in all|enqueue) bench_enqueue;; esac
 case "$what" in all|delivery) bench_delivery;; esac
 case "$what" in all|scale) bench_scale;; esac
 case "$what" in all|postgres) bench_postgres;; esac
+case "$what" in all|cluster) bench_cluster;; esac
 
 {
   echo "hookd benchmark ($what) $(date -u +%Y-%m-%dT%H:%M:%SZ) rev $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \

@@ -178,6 +178,32 @@ static void test_conninfo_password_masked(void **st)
     config_free(&c);
 }
 
+/* A node's name: the host name when not given; letters, digits, '.',
+ * '_' and '-' only (it goes into log lines and the nodes table); the
+ * lease at least 2 s. */
+static void test_node_name_and_lease(void **st)
+{
+    struct config c;
+    char err[256], host[256];
+
+    (void)st;
+    assert_int_equal(gethostname(host, sizeof host), 0);
+    assert_int_equal(load_text(&c, "[postgres]\nlease = 10s\n", err, sizeof err), 0);
+    assert_true(strncmp(c.pg_node_name, host, 63) == 0);
+    assert_int_equal(c.pg_lease_ms, 10000);
+    assert_int_equal(c.pg_poll_ms, 2000);
+    config_free(&c);
+    assert_int_equal(load_text(&c, "[postgres]\nnode_name = edge-1.fra_2\n", err, sizeof err), 0);
+    assert_string_equal(c.pg_node_name, "edge-1.fra_2");
+    config_free(&c);
+    assert_int_equal(load_text(&c, "[postgres]\nnode_name = a b\n", err, sizeof err), -1);
+    assert_non_null(strstr(err, "node_name"));
+    config_free(&c);
+    assert_int_equal(load_text(&c, "[postgres]\nlease = 500ms\n", err, sizeof err), -1);
+    assert_non_null(strstr(err, "lease"));
+    config_free(&c);
+}
+
 static void test_endpoints(void **st)
 {
     struct config c;
@@ -344,6 +370,7 @@ int main(void)
         cmocka_unit_test(test_errors_name_file_line_key_value),
         cmocka_unit_test(test_secret_never_in_error),
         cmocka_unit_test(test_conninfo_password_masked),
+        cmocka_unit_test(test_node_name_and_lease),
         cmocka_unit_test(test_endpoints),
         cmocka_unit_test(test_postback_keys_and_continuations),
         cmocka_unit_test(test_rate_windows),
