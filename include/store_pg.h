@@ -58,7 +58,8 @@ enum pg_stmt {
     PG_SETTLE, PG_RELEASE, PG_HEALTH_SAVE, PG_ROLLUP_SAVE, PG_HISTORY_ADD, PG_HISTORY_LATENCY,
     PG_EXPIRE_DELIVERED, PG_EXPIRE_DEAD, PG_EXPIRE_HISTORY,
     PG_EP_FIND, PG_EP_PUT, PG_EP_PAUSE, PG_EP_DELETE, PG_RING_TRIM, PG_IMPORT,
-    PG_HEALTH_LOCK, PG_HEALTH_ENSURE, PG_NOTIFY, PG_TAKEOVER, PG_NODE_BEAT, PG_NODE_ADD, PG_NODE_COUNT, PG_LEAD,
+    PG_HEALTH_LOCK, PG_HEALTH_ENSURE, PG_NOTIFY, PG_TAKEOVER, PG_NODE_BEAT, PG_NODE_ADD, PG_NODE_LEAVE, PG_NODE_COUNT,
+    PG_LEAD,
     PG__WRITER,
     /* reader */
     PG_STATS = PG__WRITER, PG_GET, PG_GET_ATTEMPTS, PG_EP_LIST, PG_DEAD_LETTERS, PG_SLOW, PG_LATENCY,
@@ -173,6 +174,9 @@ void pg_notify_params(struct pg_params *p, const char *channel, int64_t id);   /
 /* This node's row (store_pg_node.c), at every session setup: the name's
  * lock, then the same row again or a new one. */
 int pg_node_register(struct pg_store *g);
+/* A clean stop: the node's row goes (what it still had in flight is
+ * anyone's to take over at once). Errors are ignored: the lease ends it. */
+void pg_node_leave(struct pg_store *g);
 
 /* The operations, by file. */
 int pg_recover(struct store *s, int64_t now, int64_t *n);

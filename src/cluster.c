@@ -237,10 +237,11 @@ void cluster_sync_endpoints(struct cluster *cl)
         free(x.ids);
         return;
     }
-    qsort(x.ids, x.n, sizeof *x.ids, cmp_id);
+    if (x.n)
+        qsort(x.ids, x.n, sizeof *x.ids, cmp_id);
     for (i = cl->reg->n; i-- > 0;) {
         struct endpoint *e = cl->reg->v[i];
-        if (!bsearch(&e->id, x.ids, x.n, sizeof *x.ids, cmp_id)) {
+        if (!x.n || !bsearch(&e->id, x.ids, x.n, sizeof *x.ids, cmp_id)) {
             log_info("endpoint_deleted", "endpoint=%s by=\"another node\"", e->conf->def.name);
             registry_remove(cl->reg, e);
         }

@@ -173,6 +173,8 @@ static void pgs_close(struct store *s)
 
     if (!g)
         return;
+    if (g->node_id && PQstatus(g->conn) == CONNECTION_OK)
+        pg_node_leave(g);
     PQfinish(g->conn);
     free(g);
 }

@@ -135,3 +135,12 @@ int pg_node_beat(struct store *s, struct store_node *out)
     PQclear(r);
     return 0;
 }
+
+void pg_node_leave(struct pg_store *g)
+{
+    struct pg_params p;
+
+    pg_p_init(&p);
+    pg_p_i64(&p, g->node_id);
+    PQclear(pg_exec(g, PG_NODE_LEAVE, &p, 0, "node leave"));
+}

@@ -201,7 +201,8 @@ const char *const pg_sql[PG__COUNT] = {
     /* Nodes silent past their lease ($2 this node, $3 its name: an
      * older process of the same name is dead, it held the name's lock)
      * go, their rows in flight back to the queue (due $1), their breaker
-     * probe freed; rows in flight without a node (schema 1) too, and with
+     * probe freed; rows in flight without a node (schema 1, or a node
+     * that left cleanly with results it could not record) too, and with
      * $4 = 1 (start-up) this node's own. The other nodes are told.
      * Health rows are locked in id order, as every round locks them. A
      * dead node's writer session that lives on (a stopped process) is
@@ -214,7 +215,8 @@ const char *const pg_sql[PG__COUNT] = {
         "a.backend_start = d.backend_start WHERE a.usename = current_user AND a.pid <> pg_backend_pid()), "
         "q AS (UPDATE hookd_queue SET status = CASE WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, "
         "next_attempt_at = " TS("$1") ", claimed_by = NULL WHERE status = 'in_flight' AND "
-        "(claimed_by IS NULL OR claimed_by IN (SELECT id FROM d) OR ($4::int = 1 AND claimed_by = $2)) RETURNING 1), "
+        "(claimed_by IS NULL OR claimed_by IN (SELECT id FROM d) OR ($4::int = 1 AND claimed_by = $2) OR "
+        "claimed_by NOT IN (SELECT id FROM hookd_node)) RETURNING 1), "
         "h AS (UPDATE endpoint_health SET probe_node = NULL WHERE endpoint_id = ANY (ARRAY(SELECT endpoint_id "
         "FROM endpoint_health WHERE probe_node IN (SELECT id FROM d) ORDER BY endpoint_id FOR UPDATE)) RETURNING 1) "
         "SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM d), (SELECT count(*) FROM h), (SELECT count(*) FROM k), "
@@ -225,6 +227,7 @@ const char *const pg_sql[PG__COUNT] = {
     [PG_NODE_ADD] =
         "INSERT INTO hookd_node (name, pid, lease_ms, backend_pid, backend_start) VALUES ($1, $2, $3, "
         "pg_backend_pid(), (SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid())) RETURNING id",
+    [PG_NODE_LEAVE] = "DELETE FROM hookd_node WHERE id = $1",
     [PG_NODE_COUNT] =
         "SELECT count(*) FROM hookd_node WHERE heartbeat_at >= now() - lease_ms * interval '1 millisecond'",
     [PG_LEAD] = "SELECT pg_try_advisory_lock(hashtext('hookd.lead:' || current_schema()))",

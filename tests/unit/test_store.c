@@ -1317,7 +1317,13 @@ static void shared_results_count_for_the_claiming_node_only(void **state)
     OK(f->w->ops->node_beat(f->w, &nd));
     assert_int_equal(nd.lease_lost, 1);
     assert_int_equal(nd.nodes, 2);
+    /* n2 stops cleanly with x still in flight (its result unrecorded):
+     * its row goes at once, and x is anyone's at the next heartbeat */
     store_close(w2);
+    OK(f->w->ops->node_beat(f->w, &nd));
+    assert_int_equal(nd.taken_over, 1);
+    assert_int_equal(nd.nodes, 1);
+    assert_string_equal(status_of(f, x), "pending");
 #else
     (void)state;
 #endif
