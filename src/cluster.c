@@ -19,18 +19,24 @@ static int cmp_id(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int push(struct cluster *cl, size_t *n, int64_t id)
+/* id appended to the growing array *v (*n used, *cap allocated); 0 / -1 */
+static int ids_add(int64_t **v, size_t *n, size_t *cap, int64_t id)
 {
-    if (*n == cl->cap) {
-        size_t nc = cl->cap ? cl->cap * 2 : 64;
-        int64_t *nv = realloc(cl->ids, nc * sizeof *nv);
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        int64_t *nv = realloc(*v, nc * sizeof *nv);
         if (!nv)
             return -1;
-        cl->ids = nv;
-        cl->cap = nc;
+        *v = nv;
+        *cap = nc;
     }
-    cl->ids[(*n)++] = id;
+    (*v)[(*n)++] = id;
     return 0;
+}
+
+static int push(struct cluster *cl, size_t *n, int64_t id)
+{
+    return ids_add(&cl->ids, n, &cl->cap, id);
 }
 
 /* Sorted, without repeats: every node locks in id order, so two rounds
@@ -206,15 +212,8 @@ static int sync_one(void *ctx, int64_t id, int from_config, const struct ep_def 
     struct ep_seen *x = ctx;
     struct endpoint *e;
 
-    if (x->n == x->cap) {
-        size_t nc = x->cap ? x->cap * 2 : 64;
-        int64_t *nv = realloc(x->ids, nc * sizeof *nv);
-        if (!nv)
-            return -1;
-        x->ids = nv;
-        x->cap = nc;
-    }
-    x->ids[x->n++] = id;
+    if (ids_add(&x->ids, &x->n, &x->cap, id) < 0)
+        return -1;
     if (!(e = registry_install(x->cl->reg, id, d, from_config))) {
         x->failed = 1;   /* keep the old definition; the next change tries again */
         return 0;

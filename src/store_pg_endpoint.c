@@ -58,28 +58,40 @@ int pg_endpoints_load(struct store *s, int (*fn)(void *ctx, int64_t id, int from
     return 0;
 }
 
-int pg_health_load(struct store *s, int (*fn)(void *ctx, const struct store_health *h), void *ctx)
+/* Health rows of a result (columns: endpoint_id, endpoint_url, the
+ * health columns, and with locked the probe and paused flags) to fn. */
+static int health_rows(struct store *s, const PGresult *r, int locked,
+                       int (*fn)(void *ctx, const struct store_health *h), void *ctx, const char *what)
 {
-    struct pg_store *g = (struct pg_store *)s;
-    PGresult *r = query(g, pg_health_select(), "load health");
-    int i, rows;
+    int i, rows = PQntuples(r);
 
-    if (!r)
-        return -1;
-    rows = PQntuples(r);
     for (i = 0; i < rows; i++) {
         struct store_health h;
         memset(&h, 0, sizeof h);
         h.endpoint_id = pg_i64(r, i, 0, 0);
         h.endpoint_url = pg_str(r, i, 1);
         pg_health_cols(r, i, 2, &h);
-        if (fn(ctx, &h) != 0) {
-            PQclear(r);
-            return store_fail(s, STORE_E_NOMEM, "load health: out of memory");
+        if (locked) {
+            h.probe_out = (int)pg_i64(r, i, 2 + PG_HEALTH_NCOLS, 0);
+            h.paused = (int)pg_i64(r, i, 3 + PG_HEALTH_NCOLS, 0);
         }
+        if (fn(ctx, &h) != 0)
+            return store_fail(s, STORE_E_NOMEM, "%s: out of memory", what);
     }
-    PQclear(r);
     return 0;
+}
+
+int pg_health_load(struct store *s, int (*fn)(void *ctx, const struct store_health *h), void *ctx)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    PGresult *r = query(g, pg_health_select(), "load health");
+    int rc;
+
+    if (!r)
+        return -1;
+    rc = health_rows(s, r, 0, fn, ctx, "load health");
+    PQclear(r);
+    return rc;
 }
 
 /* A statement whose result is not read. */
@@ -296,7 +308,7 @@ int pg_health_lock(struct store *s, const int64_t *ids, size_t n, int (*fn)(void
     struct pg_params p;
     PGresult *r;
     size_t i;
-    int k, rows;
+    int k;
 
     if (n == 0)
         return 0;
@@ -314,20 +326,7 @@ int pg_health_lock(struct store *s, const int64_t *ids, size_t n, int (*fn)(void
     buf_free(&a);
     if (!r)
         return -1;
-    rows = PQntuples(r);
-    for (k = 0; k < rows; k++) {
-        struct store_health h;
-        memset(&h, 0, sizeof h);
-        h.endpoint_id = pg_i64(r, k, 0, 0);
-        h.endpoint_url = pg_str(r, k, 1);
-        pg_health_cols(r, k, 2, &h);
-        h.probe_out = (int)pg_i64(r, k, 2 + PG_HEALTH_NCOLS, 0);
-        h.paused = (int)pg_i64(r, k, 3 + PG_HEALTH_NCOLS, 0);
-        if (fn(ctx, &h) != 0) {
-            PQclear(r);
-            return store_fail(s, STORE_E_NOMEM, "health lock: out of memory");
-        }
-    }
+    k = health_rows(s, r, 1, fn, ctx, "health lock");
     PQclear(r);
-    return 0;
+    return k;
 }

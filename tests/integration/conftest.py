@@ -572,6 +572,24 @@ class PgCluster:
 _pg = []   # this process's cluster for HOOKD_TEST_BACKEND=postgres
 
 
+@pytest.fixture(scope="module")
+def pg_cluster():
+    """A private cluster for one test module (tests/pg/cluster.sh)."""
+    c = PgCluster()
+    c.start()
+    yield c
+    c.stop()
+
+
+@pytest.fixture
+def pgdb(pg_cluster, request):
+    """A fresh database on the module's cluster; returns (conninfo, sql)
+    with sql(query) -> rows."""
+    pg_cluster.n += 1
+    name = "t%d_%d" % (os.getpid(), pg_cluster.n)
+    return pg_cluster.new_db(name), (lambda q: pg_cluster.psql(name, q))
+
+
 def pg_test_database():
     """A new database on this process's private cluster (started on first
     use, stopped at exit); returns its conninfo."""

@@ -26,27 +26,10 @@ import threading
 import time
 from collections import Counter
 
-import pytest
 
 from conftest import PgCluster, Reply, wait_until
 
 THRESHOLD = 5
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    c = PgCluster()
-    c.start()
-    yield c
-    c.stop()
-
-
-@pytest.fixture
-def pgdb(cluster):
-    cluster.n += 1
-    name = "c%d_%d" % (os.getpid(), cluster.n)
-    ci = cluster.new_db(name)
-    return ci, (lambda q: cluster.psql(name, q))
 
 
 def node_sections(conninfo, name, extra=None):

@@ -22,26 +22,8 @@ into a temp directory, Unix socket only) and a database per test:
 import os
 import subprocess
 
-import pytest
 
 from conftest import HOOKD_BIN, SECRET_A, PgCluster, Reply, error_code, verify_signature, wait_until
-
-@pytest.fixture(scope="module")
-def cluster():
-    c = PgCluster()
-    c.start()
-    yield c
-    c.stop()
-
-
-@pytest.fixture
-def pgdb(cluster, request):
-    """A fresh database; returns (conninfo, sql) with sql(query) -> rows."""
-    cluster.n += 1
-    name = "t%d_%d" % (os.getpid(), cluster.n)
-    ci = cluster.new_db(name)
-    return ci, (lambda q: cluster.psql(name, q))
-
 
 def pg_sections(conninfo, extra=None):
     s = {"storage": {"backend": "postgres"}, "postgres": {"conninfo": conninfo}}
