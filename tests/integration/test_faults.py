@@ -146,9 +146,15 @@ def start_with_shim(d):
 # ------------------------------------------------------------------ helpers
 
 def integrity(db):
+    """integrity_check's lines; sqlite3.DatabaseError when SQLite cannot
+    even read the file (Python decodes SQLite's error text as UTF-8: damage
+    inside the schema's SQL came out as UnicodeDecodeError, chaos seed
+    348996451)."""
     con = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=10)
     try:
         return [r[0] for r in con.execute("PRAGMA integrity_check").fetchall()]
+    except UnicodeDecodeError as e:
+        raise sqlite3.DatabaseError("unreadable database (error text not UTF-8: %s)" % e) from e
     finally:
         con.close()
 
