@@ -11,6 +11,8 @@ per test, three nodes (each its own socket, workdir and delivery pool):
 - a failing endpoint: the shared breaker opens after exactly
   failure_threshold failures counted over all nodes, sends one probe in
   total per cooldown, and closes for every node;
+- an endpoint's in-flight cap and rate limit hold for the cluster (each
+  node takes its share);
 - an idle node picks up another node's enqueue by NOTIFY within
   milliseconds (its poll interval is a minute), and follows a pause made
   on another node;
@@ -190,6 +192,40 @@ def test_shared_breaker_opens_at_threshold_over_all_nodes_one_probe(hookd, recei
     print("\nshared breaker: opened at %d failures counted over %s nodes; 1 probe while open; closed by the "
           "next probe; %d requests from the first probe to the last delivery, %.1fs" %
           (THRESHOLD, senders, probes, time.monotonic() - t_open))
+
+
+def test_limits_hold_for_the_endpoint_over_all_nodes(hookd, receiver, pgdb):
+    """max_in_flight and rate are the endpoint's, not each node's: two
+    nodes take half each."""
+    ci, sql = pgdb
+    rcv = receiver(200)
+    rcv.set(Reply(200, delay=0.3), "/capped")
+    eps = {"capped": {"url": rcv.url("/capped"), "max_in_flight": 4},
+           "rated": {"url": rcv.url("/rated"), "rate": "20/s", "burst": 4}}
+    nodes = start_nodes(hookd, ci, eps, n=2)
+    wait_until(lambda: all("nodes=2" in d.log() for d in nodes), 10, msg="both nodes count two")
+    reqs = [{"op": "enqueue", "endpoint": "capped", "event_id": "c%d" % i, "payload": {"i": i}} for i in range(40)]
+    reqs += [{"op": "enqueue", "endpoint": "rated", "event_id": "r%d" % i, "payload": {"i": i}} for i in range(80)]
+    enqueue_spread(nodes, reqs, chunk=20)
+    wait_until(lambda: rcv.count("/capped") >= 40 and rcv.count("/rated") >= 80, 60, msg="all delivered")
+    for d in nodes:
+        d.idle(30)
+    # in flight at once, over both nodes: never above the endpoint's 4
+    ev = sorted([(r.t, 1) for r in rcv.snapshot("/capped")] + [(r.t_done, -1) for r in rcv.snapshot("/capped")])
+    cur = peak = 0
+    for _, step in ev:
+        cur += step
+        peak = max(peak, cur)
+    assert peak <= 4, "%d in flight at once to an endpoint capped at 4" % peak
+    # 20/s with a burst of 4 over both nodes: no 2-second window above
+    # 2 x 20 + 4 (+ 2: arrival times at the receiver jitter)
+    ts = sorted(r.t for r in rcv.snapshot("/rated"))
+    worst = max(sum(1 for u in ts if t <= u < t + 2.0) for t in ts)
+    span = ts[-1] - ts[0]
+    assert worst <= 46, "%d requests in 2 s to an endpoint limited to 20/s" % worst
+    assert span >= 80 / 20.0 - 4 / 20.0 - 0.5, "80 requests in %.1fs at 20/s" % span
+    print("\nlimits over two nodes: peak %d in flight (cap 4); rate 20/s: worst 2 s window %d, 80 in %.1fs" %
+          (peak, worst, span))
 
 
 def test_idle_node_picks_up_by_notify_and_follows_pauses(hookd, receiver, pgdb):
