@@ -132,7 +132,10 @@ const char *const sq_sql[SQ__COUNT] = {
     [SQ_EP_DEAD] =
         "UPDATE webhook_queue SET status = 'dead_letter', last_error = 'endpoint deleted', "
         "last_error_class = 'endpoint_deleted', next_attempt_at = ?2 "
-        "WHERE endpoint_id = ?1 AND status IN ('pending', 'failed', 'in_flight')",
+        /* each status from its partial index (no index leads with the
+         * endpoint alone since schema 9) */
+        "WHERE id IN (SELECT id FROM webhook_queue WHERE endpoint_id = ?1 AND status IN ('pending', 'failed') "
+        "UNION ALL SELECT id FROM webhook_queue WHERE endpoint_id = ?1 AND status = 'in_flight')",
     [SQ_EP_DELETE] = "DELETE FROM endpoints WHERE id = ?1",
     [SQ_EP_HEALTH_DELETE] = "DELETE FROM endpoint_health WHERE endpoint_id = ?1",
     [SQ_EP_RING_DELETE] = "DELETE FROM endpoint_latency WHERE endpoint_id = ?1",

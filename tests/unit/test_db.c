@@ -228,8 +228,18 @@ static void test_v4_to_v5_keeps_rows_counter_and_checks(void **st)
     /* the checks still refuse what they refused */
     assert_int_not_equal(db_exec(db, "UPDATE webhook_queue SET status = 'lost' WHERE id = 4"), 0);
     assert_int_not_equal(db_exec(db, "UPDATE endpoint_health SET state = 'ajar'"), 0);
-    /* 5 from version 5, idx_queue_order from 6 */
-    assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_queue_%'"), 6);
+    /* 5 from version 5, idx_queue_order from 6, idx_queue_event from 9
+     * (the dedup key, event id first, instead of the table's autoindex) */
+    assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_queue_%'"), 7);
+    assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'webhook_queue' "
+                                 "AND name LIKE 'sqlite_autoindex%'"), 0);
+    /* an (endpoint, event id) pair is still unique, and the enqueue's
+     * ON CONFLICT target still names it */
+    assert_int_equal(db_exec(db, "INSERT INTO webhook_queue (endpoint_id, event_id, payload, created_at, next_attempt_at) "
+                                 "VALUES (1, 'e1', '{}', 1, 1) ON CONFLICT (endpoint_id, event_id) DO NOTHING"), 0);
+    assert_int_equal(sqlite3_changes(db), 0);
+    assert_int_not_equal(db_exec(db, "INSERT INTO webhook_queue (endpoint_id, event_id, payload, created_at, "
+                                     "next_attempt_at) VALUES (1, 'e1', '{}', 1, 1)"), 0);
     assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'"), 1);
     db_close(db);
 }
