@@ -18,7 +18,7 @@
 # Results: build/bench/results.txt (see tests/bench/README.md).
 
 BENCH_OUT   := $(BUILD)/bench
-BENCH_TOOLS := $(BENCH_OUT)/loadgen $(BENCH_OUT)/rawinsert $(BENCH_OUT)/dbreport
+BENCH_TOOLS := $(BENCH_OUT)/loadgen $(BENCH_OUT)/rawinsert $(BENCH_OUT)/dbreport $(BENCH_OUT)/curlfloor
 BENCH_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
                 $(shell $(PKG_CONFIG) --cflags sqlite3 2>/dev/null)
 BENCH_LIBS  := $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null || echo -lsqlite3)
@@ -36,6 +36,11 @@ $(BENCH_OUT)/rawinsert: tests/bench/rawinsert.c tests/bench/bench_common.h
 $(BENCH_OUT)/dbreport: tests/bench/dbreport.c tests/bench/bench_common.h
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< $(BENCH_LIBS)
+
+$(BENCH_OUT)/curlfloor: tests/bench/curlfloor.c tests/bench/bench_common.h
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) $(shell $(PKG_CONFIG) --cflags libcurl 2>/dev/null) -o $@ $< \
+	  $(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null || echo -lcurl)
 
 bench-tools: $(BENCH_TOOLS)
 

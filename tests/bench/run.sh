@@ -276,21 +276,29 @@ bench_delivery() {
   # Rounds, each wrk then hookd with 1 and with 100 endpoints, back to
   # back: the machine's load moves all three alike within a round, so the
   # ratio of each round is read, and the median of them reported.
-  local rr wr w1=() w100=() q1=() q100=() cpu1=() cpu100=() rss1=() rss100=() wrks=()
+  local rr wr fl w1=() w100=() q1=() q100=() cpu1=() cpu100=() rss1=() rss100=() wrks=()
+  local floors=() floorcpu=() qf1=() qf100=()
   for rr in $(seq "$DEL_ROUNDS"); do
     log "delivery round $rr/$DEL_ROUNDS: wrk -t1 -c64 -d${WRK_SECS}s against nginx (the ceiling)"
     bg out wrk -t1 -c64 -d"${WRK_SECS}s" -s "$SHARED/bench/post.lua" "http://127.0.0.1:$port/hook"
     wr=$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' <<<"$out")
     log "  wrk: $wr req/s"
+    # libcurl alone, same nginx, same concurrency: the floor of hookd's
+    # delivery threads (issue 14 keeps libcurl as the client)
+    bg fl "$BIN/curlfloor" "http://127.0.0.1:$port/hook" -n "$DEL_N" -c 64 || log "  curlfloor failed: $fl"
+    log "  libcurl floor: $fl"
+    floors+=("$(kv floor_rate "$fl")") floorcpu+=("$(kv floor_cpu_us "$fl")")
     log "delivery round $rr: $DEL_N messages streamed in, default configuration, 1 endpoint"
     stream_run one "$port" 1
     r1=$S_RATE db1=$S_DB
     wrks+=("$wr") w1+=("$S_RATE") q1+=("$(div "$S_RATE" "$wr")") cpu1+=("$(per_msg_us "$S_CPU" "$DEL_N")")
+    qf1+=("$(div "$S_RATE" "${floors[-1]}")")
     rss1+=("$S_RSS")
     log "delivery round $rr: $DEL_N messages streamed in, default configuration, 100 endpoints on the same host"
     stream_run hundred "$port" 100
     r100=$S_RATE db100=$S_DB
     w100+=("$S_RATE") q100+=("$(div "$S_RATE" "$wr")") cpu100+=("$(per_msg_us "$S_CPU" "$DEL_N")")
+    qf100+=("$(div "$S_RATE" "${floors[-1]}")")
     rss100+=("$S_RSS")
     log "  round $rr: wrk $wr, 1 endpoint $r1 (${q1[-1]}, ${cpu1[-1]} us), 100 endpoints $r100 (${q100[-1]}, ${cpu100[-1]} us)"
   done
@@ -343,10 +351,17 @@ bench_delivery() {
   seed_rate=$SEED_RATE
   local each="median of $DEL_ROUNDS rounds"
   row "delivery: wrk ceiling, req/s (-t1 -c64 -d${WRK_SECS}s)" "$wrk_rate" "POST post.lua body to nginx 204; $each: ${wrks[*]}"
+  local fr; fr=$(median "${floors[@]}")
+  row "delivery: libcurl floor, req/s (curlfloor, 64 conns)" "$fr" \
+    "libcurl alone, no queue/storage/signing; $each: ${floors[*]}"
+  row "delivery: ratio libcurl floor / wrk" "$(div "$fr" "$wrk_rate")" \
+    "the most hookd's client library allows; issue 14 asks hookd for 0.40"
+  row "delivery: libcurl floor CPU per request, us" "$(median "${floorcpu[@]}")" "$each: ${floorcpu[*]}"
   row "delivery: hookd delivered/s, 1 endpoint ($DEL_N msgs)" "$r1" \
     "default config, streamed in; $each: ${w1[*]}; last: $(kv db_delivered "$db1") delivered, $(kv db_attempts "$db1") attempts"
   ratio=$(median "${q1[@]}")
   row "delivery: ratio hookd / wrk, 1 endpoint" "$ratio" "$each (each round's own): ${q1[*]}; $(verdict "$ratio" 0.40)"
+  row "delivery: ratio hookd / libcurl floor, 1 endpoint" "$(median "${qf1[@]}")" "$each: ${qf1[*]}"
   row "delivery: hookd CPU per message, us, 1 endpoint" "$c1" \
     "all threads: enqueue + claim + HTTP + result; $each: ${cpu1[*]}"
   row "delivery: hookd peak RSS, MiB, 1 endpoint" "$(mib "$m1")" "highest round; $(verdict_le "$(mib "$m1")" 32)"
@@ -354,6 +369,7 @@ bench_delivery() {
     "default config; $each: ${w100[*]}; last: $(kv db_delivered "$db100") delivered, $(kv db_attempts "$db100") attempts"
   ratio=$(median "${q100[@]}")
   row "delivery: ratio hookd / wrk, 100 endpoints" "$ratio" "$each: ${q100[*]}; $(verdict "$ratio" 0.40)"
+  row "delivery: ratio hookd / libcurl floor, 100 endpoints" "$(median "${qf100[@]}")" "$each: ${qf100[*]}"
   row "delivery: hookd CPU per message, us, 100 endpoints" "$c100" "$each: ${cpu100[*]}"
   row "delivery: hookd peak RSS, MiB, 100 endpoints" "$(mib "$m100")" "highest round; $(verdict_le "$(mib "$m100")" 32)"
   local dr; dr=$(kv db_delivered_rate "$drain")
