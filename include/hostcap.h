@@ -1,7 +1,9 @@
-/* hostcap.h - the per-host connection limit of the delivery pool.
+/* hostcap.h - the per-host connection limit of a delivery thread.
  *
- * Transfers are counted per host (scheme, name, port) over every delivery
- * thread (the pool holds one hostcap under a mutex). A job over the limit
+ * Transfers are counted per host (scheme, name, port). Each delivery
+ * thread holds one hostcap with its share of max_host_connections, and
+ * libcurl keeps the thread's connections (idle ones too) to that share,
+ * so the threads together never hold more than the limit. A job over it
  * waits here, in arrival order per host, before it is handed to libcurl: curl's own CURLMOPT_MAX_HOST_CONNECTIONS
  * queue would start the transfer's timeout while it waits, and the
  * partner would be charged with timeouts it never saw.

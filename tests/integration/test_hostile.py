@@ -382,10 +382,15 @@ def test_good_tls_with_ca_file_delivers(hookd, raw_server, self_signed):
 # ------------------------------------------------------------------ 100 hanging endpoints
 
 class HangServer:
-    """Accepts any number of connections on one port, reads, never answers;
-    one thread with a selector (no thread per connection)."""
+    """Accepts any number of connections on one port, reads, never answers
+    (answer=True: answers every request 204, keep-alive); one thread with
+    a selector (no thread per connection). Counts connections open at
+    once (peak) and in all (total)."""
 
-    def __init__(self):
+    def __init__(self, answer=False):
+        self.answer = answer
+        self.bufs = {}
+        self.requests = 0
         import selectors
         self.sel = selectors.DefaultSelector()
         self.lsock = socket.socket()
@@ -428,8 +433,29 @@ class HangServer:
                         data = b""
                     if not data:
                         self.sel.unregister(key.fileobj)
+                        self.bufs.pop(key.fileobj, None)
                         key.fileobj.close()
                         self.open -= 1
+                    elif self.answer:
+                        self._reply(key.fileobj, data)
+
+    def _reply(self, s, data):
+        buf = self.bufs.get(s, b"") + data
+        while True:
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                break
+            length = 0
+            for line in buf[:end].split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value.strip())
+            if len(buf) < end + 4 + length:
+                break
+            buf = buf[end + 4 + length:]
+            self.requests += 1
+            s.sendall(b"HTTP/1.1 204 No Content\r\n\r\n")
+        self.bufs[s] = buf
 
     def close(self):
         self.stopping.set()
@@ -477,6 +503,32 @@ def test_per_host_connection_limit(hookd, receiver):
         assert ok_s < 5, "the other host's endpoint took %.1f s for 20 deliveries" % ok_s
     finally:
         hang.close()
+
+
+def test_per_host_limit_counts_kept_alive_connections(hookd):
+    """max_host_connections bounds the connections a host sees, idle
+    keep-alive ones included, over every delivery thread: with two threads
+    each keeping its own connections a limit of 256 let one nginx see 512
+    (measured). A fast host, 4 endpoints on it with 16 in flight each,
+    a limit of 4: never more than 4 connections open at once, and they
+    are reused (far fewer connections than requests)."""
+    srv = HangServer(answer=True)
+    try:
+        eps = {"f%d" % i: {"url": "http://127.0.0.1:%d/f%d" % (srv.port, i), "adaptive": False,
+                           "max_in_flight": 16} for i in range(4)}
+        d = hookd(endpoints=eps, sections={"delivery": {"max_host_connections": 4, "workers": 2}})
+        n = 1200
+        with d.client() as c:
+            ids = [r["id"] for r in c.pipeline([{"op": "enqueue", "endpoint": "f%d" % (k % 4), "payload": {"k": k}}
+                                                for k in range(n)])]
+        wait_until(lambda: d.statuses().get("delivered", 0) == n, 60, msg="all delivered")
+        assert srv.requests == n, srv.requests
+        assert srv.peak <= 4, "the host saw %d connections at once" % srv.peak
+        assert srv.total < n // 10, "%d connections for %d requests" % (srv.total, n)
+        for i in ids[:5] + ids[-5:]:
+            d.wait_status(i, DONE, timeout=10)
+    finally:
+        srv.close()
 
 
 def test_100_hanging_endpoints_beside_one_healthy(hookd, receiver, capsys):
