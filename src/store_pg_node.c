@@ -20,25 +20,46 @@
 #include <string.h>
 #include <unistd.h>
 
+/* How long a node waits for its name's lock before it gives up. A node
+ * restarted right after kill -9 finds its old session still holding the
+ * lock until the server notices that the client is gone (a CI run saw it
+ * 0.2 s after the kill); a second process with the name keeps it. */
+#define NAME_LOCK_WAIT_MS 5000
+#define NAME_LOCK_POLL_MS 50
+
 /* A session lock per node name: two processes with one name would each
  * take the other's rows at start (recovery hands back the name's rows). */
 static int take_name_lock(struct pg_store *g)
 {
     const char *v[1] = {g->c->pg_node_name};
-    PGresult *r = PQexecParams(g->conn,
-                               "SELECT pg_try_advisory_lock(hashtext('hookd.node:' || current_schema() || ':' || $1))",
-                               1, NULL, v, NULL, NULL, 0);
-    int ok = r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
-    int got = ok && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    int64_t t0 = util_mono_ms(), waited;
+    int got = 0, tries = 0;
 
-    if (!ok)
-        pg_fail(g, r, "node lock");
-    else if (!got)
-        store_fail(&g->base, STORE_E_BUSY,
-                   "another hookd process runs as node %s on this database: give each node its own "
-                   "[postgres] node_name", g->c->pg_node_name);
-    PQclear(r);
-    return got ? 0 : -1;
+    for (;;) {
+        tries++;
+        PGresult *r = PQexecParams(g->conn,
+                                   "SELECT pg_try_advisory_lock(hashtext('hookd.node:' || current_schema() || ':' || $1))",
+                                   1, NULL, v, NULL, NULL, 0);
+        if (!r || PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+            pg_fail(g, r, "node lock");
+            PQclear(r);
+            return -1;
+        }
+        got = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+        PQclear(r);
+        waited = util_mono_ms() - t0;
+        if (got || waited >= NAME_LOCK_WAIT_MS)
+            break;
+        usleep(NAME_LOCK_POLL_MS * 1000);
+    }
+    if (!got)
+        return store_fail(&g->base, STORE_E_BUSY,
+                          "another hookd process runs as node %s on this database (its lock held for %lld ms): "
+                          "give each node its own [postgres] node_name", g->c->pg_node_name, (long long)waited);
+    if (tries > 1)
+        log_info("node_lock_waited", "node=%s ms=%lld note=\"the previous session of this node had not ended yet\"",
+                 g->c->pg_node_name, (long long)waited);
+    return 0;
 }
 
 static int node_add(struct pg_store *g)

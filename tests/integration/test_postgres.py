@@ -8,7 +8,8 @@ into a temp directory, Unix socket only) and a database per test:
   analyze_dead_letters, get_slow_endpoints), copied from the article,
   run unchanged against hookd's database and give the right answers;
 - a second process with the same node name is refused; one with a name
-  of its own joins (several nodes: test_cluster.py);
+  of its own joins (several nodes: test_cluster.py); a node restarted
+  while its old session still holds the name's lock waits for it;
 - the database going away: enqueues answer storage_unavailable, hookd
   keeps running, reconnects, settles the deliveries that ended meanwhile
   and delivers what it had acknowledged; SIGTERM while it is away exits
@@ -210,6 +211,46 @@ def test_same_node_name_refused(hookd, pgdb):
     assert three.running
     names = sorted(r[0] for r in sql("SELECT name FROM hookd_node"))
     assert len(names) == 2 and "three" in names, names
+
+
+def test_node_lock_of_a_session_that_is_ending_is_waited_for(hookd, pgdb):
+    """Restarted right after kill -9, a node can find its old session still
+    holding its name's lock until the server notices the client is gone (a
+    CI run was refused 0.2 s after the kill). It waits for the lock, up to
+    5 s, instead of refusing; a holder that keeps it is refused after that
+    wait, the message saying how long."""
+    ci, sql = pgdb
+    lock = "SELECT pg_advisory_lock(hashtext('hookd.node:' || current_schema() || ':' || 'n1'))"
+
+    def hold(seconds):
+        p = subprocess.Popen(["psql", ci, "-AtX", "-v", "ON_ERROR_STOP=1", "-c",
+                              "%s; SELECT pg_sleep(%s)" % (lock, seconds)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        wait_until(lambda: sql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")[0][0] == "1",
+                   10, msg="the lock held by another session")
+        return p
+
+    holder = hold(1.5)
+    try:
+        d = hookd(name="waits", sections=pg_sections(ci, {"postgres": {"node_name": "n1"}}))
+        assert d.running
+        assert "event=node_lock_waited node=n1" in d.log(), d.log()[-2000:]
+        d.stop()
+    finally:
+        holder.kill()
+        holder.wait()
+    wait_until(lambda: sql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")[0][0] == "0",
+               10, msg="the lock released")
+    holder = hold(60)
+    try:
+        two = hookd(name="refused", sections=pg_sections(ci, {"postgres": {"node_name": "n1"}}), start=False)
+        two.start(wait=False)
+        assert two.proc.wait(30) != 0
+        assert "another hookd process runs as node n1 on this database (its lock held for" in two.log(), \
+            two.log()[-2000:]
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_database_restart_answers_unavailable_then_recovers(hookd, receiver, tmp_path):
