@@ -32,6 +32,9 @@ void maint_apply_rollup(struct maint *m, const struct store_rollup *v, size_t n)
  * (delivered, dead letters).
  * Returns 1 when a kind had more waiting, 0 when done, -1 on failure. */
 int maint_expire(struct maint *m, int64_t now);
+/* The log's checkpoint when the store says it is due: after a round,
+ * never inside its commit. */
+void maint_checkpoint_due(struct maint *m);
 /* The slow scan at now (also what the job runs). */
 void maint_slow_scan(struct maint *m, int64_t now);
 

@@ -374,6 +374,12 @@ struct store_ops {
 
     /* Outside a transaction (writer). full: also shrink the log. */
     int (*checkpoint)(struct store *s, int full);
+    /* Outside a transaction (writer): 1 when the log has grown enough
+     * that checkpoint(s, 0) should run now. The backend never checkpoints
+     * inside a commit: the caller runs it once the round's acks and jobs
+     * are out, so neither waits for the checkpoint's fsyncs. NULL: the
+     * backend checkpoints on its own. */
+    int (*checkpoint_due)(struct store *s);
     /* An online, consistent copy into path (writer or reader). */
     int (*backup)(struct store *s, const char *path);
 
@@ -441,6 +447,9 @@ void store_watch_stop(struct store_watch *w);   /* NULL: nothing */
 const char *store_error_code(enum store_errc e);
 /* An I/O error or damage: the process must stop using the database. */
 int store_error_fatal(enum store_errc e);
+/* The log's checkpoint, run only when the backend says it is due
+ * (checkpoint_due): between transactions, 0 / -1. */
+int store_checkpoint_if_due(struct store *s);
 /* For backends: set errc and a message; returns -1. */
 int store_fail(struct store *s, enum store_errc e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -48,6 +48,7 @@ struct sq_store {
     sqlite3_stmt *st[SQ__COUNT];
     int lock_fd;         /* writer: the single-instance lock, held until close */
     int sync_level;      /* writer: PRAGMA synchronous now (enum cfg_sync) */
+    int log_frames;      /* writer: frames in the -wal after the last commit, 0 once checkpointed */
 };
 
 extern const char *const sq_sql[SQ__COUNT];

@@ -349,8 +349,9 @@ int db_open_writer(const struct config *c, sqlite3 **out, char *err, size_t errl
     sqlite3_finalize(st);
     st = NULL;
     if (db_set_synchronous(db, c->synchronous) < 0 || set_cache(db, c) < 0 ||
+        /* no wal_autocheckpoint: the store's WAL hook replaces SQLite's
+         * (store_sqlite.c), so no commit ever runs a checkpoint */
         db_exec(db, "PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY;"
-                    "PRAGMA wal_autocheckpoint = 1000;"
                     /* a log restarted from its start keeps the file's old
                      * length unless told: after a reader held it for
                      * minutes the -wal would stay hundreds of MB for good */

@@ -315,6 +315,9 @@ static int flush(struct imp *m)
         m->st->ops->commit(m->st) < 0)
         return -1;
     m->in_txn = 0;
+    /* a long import keeps the log short, as the daemon's writer does */
+    if (store_checkpoint_if_due(m->st) < 0)
+        return -1;
     for (i = 0; i < m->nb; i++) {
         if (m->rows[i].duplicate) {
             m->n->duplicates++;

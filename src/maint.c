@@ -22,6 +22,12 @@ static void job_checkpoint(void *ctx, int64_t now)
         failed(m, "checkpoint");
 }
 
+void maint_checkpoint_due(struct maint *m)
+{
+    if (store_checkpoint_if_due(m->st) < 0)
+        failed(m, "checkpoint");
+}
+
 int maint_expire(struct maint *m, int64_t now)
 {
     static const struct {

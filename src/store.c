@@ -51,6 +51,13 @@ int store_error_fatal(enum store_errc e)
     return e == STORE_E_IO;
 }
 
+int store_checkpoint_if_due(struct store *s)
+{
+    if (!s->ops->checkpoint_due || !s->ops->checkpoint_due(s))
+        return 0;
+    return s->ops->checkpoint(s, 0);
+}
+
 int store_fail(struct store *s, enum store_errc e, const char *fmt, ...)
 {
     va_list ap;

@@ -323,9 +323,12 @@ static void *writer_main(void *arg)
         free(rollups);
         registry_ops_tick(&w->reg, util_now_ms());
         writer_round(w, reqs, results, claiming);
-        if (claiming && !w->fatal) {
-            cron_run(w->cron, CRON_WRITER, util_mono_ms(), util_now_ms());
-            registry_log_flush(&w->reg, util_now_ms());
+        if (!w->fatal) {
+            maint_checkpoint_due(&w->maint);
+            if (claiming) {
+                cron_run(w->cron, CRON_WRITER, util_mono_ms(), util_now_ms());
+                registry_log_flush(&w->reg, util_now_ms());
+            }
             check_fatal(w, w->maint.failed);
             w->maint.failed = STORE_OK;
         }

@@ -5,7 +5,9 @@
  *
  * Same schema (the file hookd migrates with), same pragmas as hookd's
  * writer connection (WAL, synchronous, cache_size -16000, temp_store
- * MEMORY, wal_autocheckpoint 1000), same rows (endpoint 1, event ids
+ * MEMORY), a checkpoint every 1000 log pages as hookd's writer makes
+ * (SQLite's auto-checkpoint here, inside the commit; hookd's writer runs
+ * it after the round instead), same rows (endpoint 1, event ids
  * TAG-<conn>-<i> interleaved over C "connections" as the clients send them,
  * the same payload bytes), a prepared plain INSERT, BEGIN IMMEDIATE ...
  * COMMIT every B rows. Time runs from the first BEGIN to the last COMMIT.

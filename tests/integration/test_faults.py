@@ -735,6 +735,28 @@ def test_checkpoint_starvation_wal_bounded(hookd):
     assert integrity(d.db) == ["ok"]
 
 
+def test_wal_checkpointed_after_rounds_without_the_periodic_job(hookd):
+    """SQLite's own auto-checkpoint (inside the commit that crosses 1000
+    frames) is replaced by the writer's, run after the round's acks and
+    hand-offs. With the periodic job an hour away, a steady load must
+    still keep the -wal near that threshold, the file sound."""
+    d = hookd(endpoints={"a": PARKED}, sections={"retention": {"checkpoint_interval": "1h"}})
+    batches, per, size = 40, 250, 2000
+    peak = 0
+    with d.client(timeout=30) as c:
+        for b in range(batches):
+            for rp in c.pipeline([enq("a", "ck-%d-%d" % (b, k), size=size) for k in range(per)]):
+                assert rp.get("ok") is True, rp
+            peak = max(peak, wal_size(d.db))
+    payload = batches * per * size
+    print("wal checkpointed after rounds: payload %d bytes, -wal peak %d bytes" % (payload, peak))
+    # 20 MB of payload alone; 1000 pages of 4 KiB plus one round's frames
+    # is about 5 MB
+    assert peak <= 8 << 20, "-wal reached %d bytes: checkpoints are not running" % peak
+    d.stop()
+    assert integrity(d.db) == ["ok"]
+
+
 # ------------------------------------------------------------------ kill -9 loop
 
 class Loader:
