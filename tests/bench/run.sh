@@ -309,21 +309,26 @@ bench_delivery() {
   # The seed's run.sh preloads its rows and then times the workers; measure
   # hookd the same way for that ratio: enqueue to a paused endpoint, resume,
   # time from the resume to the last delivered_at.
-  log "delivery: $DEL_N messages preloaded (endpoint paused), then resumed: the seed's method"
-  local drain t0
+  # As many rounds as the streamed runs, median reported: one drain of
+  # 100k lasts about 3 s, and a single one moved by a third between runs.
+  local drain t0 drains=()
   d=$work/drain
   write_conf "$d" '[delivery]' 'allow_networks = 127.0.0.0/8' '[endpoint.nginx]' \
     "url = http://127.0.0.1:$port/hook" 'paused = yes'
-  start_hookd "$d"
-  bg out "$BIN/loadgen" enqueue -s "$d/hookd.sock" -e nginx -c 4 -n "$DEL_N" -w 1000 -t p ||
-    { log "enqueue failed: $out"; exit 1; }
-  t0=$(date +%s%3N)
-  "$HOOKD" resume nginx -s "$d/hookd.sock" >/dev/null
-  bg w "$BIN/dbreport" wait "$d/hookd.db" "$DEL_N" 600 || log "  WARNING: not all delivered: $w"
-  stop_pid "$HOOKD_PID"
-  drain=$("$BIN/dbreport" delivery "$d/hookd.db" "$t0") || true
-  log "  drain db: $drain"
-  rm -f "$d"/hookd.db*
+  for rr in $(seq "$DEL_ROUNDS"); do
+    log "delivery round $rr/$DEL_ROUNDS: $DEL_N messages preloaded (endpoint paused), then resumed: the seed's method"
+    start_hookd "$d"
+    bg out "$BIN/loadgen" enqueue -s "$d/hookd.sock" -e nginx -c 4 -n "$DEL_N" -w 1000 -t "p$rr" ||
+      { log "enqueue failed: $out"; exit 1; }
+    t0=$(date +%s%3N)
+    "$HOOKD" resume nginx -s "$d/hookd.sock" >/dev/null
+    bg w "$BIN/dbreport" wait "$d/hookd.db" "$DEL_N" 600 || log "  WARNING: not all delivered: $w"
+    stop_pid "$HOOKD_PID"
+    drain=$("$BIN/dbreport" delivery "$d/hookd.db" "$t0") || true
+    log "  drain db: $drain"
+    drains+=("$(kv db_delivered_rate "$drain")")
+    rm -f "$d"/hookd.db*
+  done
   "$SHARED/bench/receiver-nginx.sh" stop "$work/nginx"
 
   # enqueue -> first attempt, exact: the endpoint is loadgen's own
@@ -372,9 +377,9 @@ bench_delivery() {
   row "delivery: ratio hookd / libcurl floor, 100 endpoints" "$(median "${qf100[@]}")" "$each: ${qf100[*]}"
   row "delivery: hookd CPU per message, us, 100 endpoints" "$c100" "$each: ${cpu100[*]}"
   row "delivery: hookd peak RSS, MiB, 100 endpoints" "$(mib "$m100")" "highest round; $(verdict_le "$(mib "$m100")" 32)"
-  local dr; dr=$(kv db_delivered_rate "$drain")
+  local dr; dr=$(median "${drains[@]}")
   row "delivery: hookd delivered/s, preloaded then resumed" "$dr" \
-    "resume to last delivered_at; the seed's own method (rows first, then workers)"
+    "resume to last delivered_at; the seed's own method (rows first, then workers); $each: ${drains[*]}"
   if [ -n "$seed_rate" ]; then
     row "delivery: seed-postgres delivered/s (N=$SEED_N K=$SEED_K)" "$seed_rate" "rows preloaded, then K workers"
     ratio=$(div "$dr" "$seed_rate")
