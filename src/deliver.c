@@ -380,13 +380,6 @@ static void unlink_active(struct dthread *t, struct xfer *x)
     t->nactive--;
 }
 
-/* A slot of host h is free on t: the next job waiting for it there,
- * which takes the slot over, or NULL. */
-static struct djob *host_release(struct dthread *t, uint64_t h)
-{
-    return hostcap_release(t->hc, h);
-}
-
 static void push(struct djob ***dtail, struct djob *j)
 {
     j->next = NULL;
@@ -403,7 +396,7 @@ static void run_counted(struct dthread *t, struct djob *j, int counted, struct d
         if (start_transfer(t, j, counted) == 0)
             return;
         push(dtail, j);
-        j = counted ? host_release(t, h) : NULL;
+        j = counted ? hostcap_release(t->hc, h) : NULL;
     }
 }
 
@@ -525,7 +518,7 @@ static void collect_done(struct dthread *t, struct djob ***dtail)
         finish_transfer(t, x, m->data.result);
         push(dtail, j);
         if (counted)
-            run_counted(t, host_release(t, h), 1, dtail);
+            run_counted(t, hostcap_release(t->hc, h), 1, dtail);
     }
 }
 

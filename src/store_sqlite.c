@@ -226,7 +226,7 @@ int store_sqlite_open(const struct config *c, enum store_role role, struct store
         sqlite3_wal_hook(q->db, wal_counted, q);
     if (role == STORE_WRITER &&
         /* a large -wal left by a crash or another tool would otherwise be
-         * checkpointed by the first commit, while clients wait for acks */
+         * checkpointed after the first round, while clients wait for acks */
         sqlite3_wal_checkpoint_v2(q->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL) != SQLITE_OK)
         log_warn("checkpoint_failed", "when=start err=\"%s\"", sqlite3_errmsg(q->db));
     *out = &q->base;
