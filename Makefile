@@ -38,7 +38,7 @@ LIB_SRCS := \
 	src/tpl.c \
 	src/tbucket.c \
 	src/limiter.c \
-	src/hostcap.c \
+	src/slotq.c \
 	src/util.c \
 	src/log.c \
 	src/settings.c \

@@ -52,6 +52,7 @@ struct config {
     int64_t shutdown_grace_ms;
     int64_t claim_batch;
     int64_t max_in_flight_total;
+    int64_t claim_ahead;     /* bool: jobs claimed ahead of free slots (dispatch.c) */
     int64_t cache_bytes;     /* [storage] cache, per connection */
     int64_t max_host_connections;
     struct ep_settings dflt;  /* the global values of the overridable keys */

@@ -13,9 +13,13 @@ struct counters {
     uint64_t outcomes[METRICS_NOUTCOMES];   /* indexed like enum outcome */
     uint64_t bucket[METRICS_NBUCKETS + 1];  /* per bucket, not cumulative */
     uint64_t sum_ms;
+    uint64_t ahead[2];   /* jobs claimed ahead: [0] came back untried, [1] started */
 };
 
 void counters_outcome(int outcome, int64_t response_ms);
+/* A job claimed ahead (dispatch.c) started in a request's place (1) or
+ * came back untried (0). */
+void counters_ahead(int started);
 void counters_read(struct counters *out);
 
 #endif

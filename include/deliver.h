@@ -5,7 +5,8 @@
  * writer passes it to deliver_submit(); from then on the delivery thread
  * owns it until it hands the finished job (result filled in) to the done
  * callback, which gives it back to the writer. Jobs are never dropped: at
- * shutdown the ones that were not attempted come back with attempted = 0. */
+ * shutdown the ones that were not attempted come back with attempted = 0,
+ * and so do jobs claimed ahead that found no place to start in. */
 #ifndef HOOKD_DELIVER_H
 #define HOOKD_DELIVER_H
 #include <stddef.h>
@@ -27,6 +28,12 @@ struct djob {
     int attempt_count;       /* before this attempt */
     int max_attempts;
     int probe;               /* the breaker's half-open probe */
+    int ahead;               /* claimed ahead (dispatch.h): it starts only in the
+                              * place of a transfer to its endpoint that ended
+                              * well on the same thread, else comes back untried */
+    int took_slot;           /* it did start in such a place */
+    int handed;              /* an ahead job started in this one's place */
+    int ep_counted;          /* the delivery thread's own: in its per-endpoint count */
     int64_t claimed_mono_us;
     int64_t created_at;      /* enqueue time (ms), for first-attempt latency */
     /* result */

@@ -34,6 +34,10 @@ struct ep_conf {
     struct outcome_ok ok;     /* success_status */
     char *shown_url;          /* the URL with masked query values (attempt
                                * logs, listings) when it has no macro */
+    int hold;                 /* atomic, the one field that changes: jobs
+                               * claimed ahead must not start (paused, breaker
+                               * not closed, replaced or deleted); the writer
+                               * sets it, delivery threads read it */
 };
 
 /* Build a snapshot (refs = 1). NULL on bad secrets or out of memory. */

@@ -12,6 +12,9 @@
  *   hookd_deliveries_total{outcome}         counter, attempts since start by
  *                                           delivered|retry|dead_letter|gone
  *   hookd_attempt_duration_seconds          histogram of attempt response time
+ *   hookd_claimed_ahead_total{result}       counter, jobs claimed ahead that
+ *                                           started in a request's place or
+ *                                           were returned untried
  *   hookd_endpoint_concurrency_limit{endpoint} gauge, the adaptive limit
  *   hookd_breaker_state{endpoint}           gauge, 0 closed, 1 half_open,
  *                                           2 open (ordered by severity so
@@ -52,6 +55,7 @@ struct metrics_snapshot {
      * when the counters were read while the writer was adding to them. */
     uint64_t bucket[METRICS_NBUCKETS + 1];
     uint64_t sum_ms;
+    uint64_t ahead[2];                       /* returned, started */
     const struct store_endpoint_info *eps;   /* name, h.state, h.p50_ms.. */
     size_t neps;
 };

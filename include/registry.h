@@ -30,7 +30,9 @@ struct endpoint {
     int from_config;
     int paused;
     int is_ops;                  /* the [ops] endpoint: no fan-out, no events about itself */
-    int in_flight;
+    int in_flight;               /* claimed and not settled, ahead ones included */
+    int ahead;                   /* of those, claimed ahead and not yet known to
+                                  * have started (dispatch.h) */
     struct limiter lim;          /* how many may be in flight now (<= max_in_flight) */
     struct breaker br;
     struct breaker_cfg bcfg;
@@ -110,6 +112,10 @@ struct endpoint *registry_by_name(const struct registry *r, const char *name);
 struct endpoint *registry_install(struct registry *r, int64_t id, const struct ep_def *def, int from_config);
 /* Forget an endpoint; jobs in flight keep their snapshot. Outside a round. */
 void registry_remove(struct registry *r, struct endpoint *e);
+/* Publish to the delivery threads whether e's jobs claimed ahead may
+ * start (ep_conf.hold): not while it is paused or its breaker is not
+ * closed. Done for every endpoint a round touched, at its commit. */
+void registry_sync_hold(struct endpoint *e);
 /* Stored breaker state and latency figures (at start). */
 void registry_load_health(struct registry *r, const struct store_health *h);
 /* Shared: the health row read under lock in this round (store

@@ -158,6 +158,7 @@ int admin_handle(struct registry *r, struct store *st, struct req *q, int64_t no
         }
         e->paused = paused;
         e->next_due = 0;
+        registry_sync_hold(e);
         buf_puts(&q->reply, "{\"ok\":true,\"endpoint\":");
         buf_json_str(&q->reply, e->conf->def.name);
         buf_printf(&q->reply, ",\"paused\":%s}\n", paused ? "true" : "false");

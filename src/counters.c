@@ -16,10 +16,17 @@ void counters_outcome(int outcome, int64_t response_ms)
     __atomic_fetch_add(&C.sum_ms, (uint64_t)response_ms, __ATOMIC_RELAXED);
 }
 
+void counters_ahead(int started)
+{
+    __atomic_fetch_add(&C.ahead[started != 0], 1, __ATOMIC_RELAXED);
+}
+
 void counters_read(struct counters *out)
 {
     int i;
 
+    for (i = 0; i < 2; i++)
+        out->ahead[i] = __atomic_load_n(&C.ahead[i], __ATOMIC_RELAXED);
     for (i = 0; i < METRICS_NOUTCOMES; i++)
         out->outcomes[i] = __atomic_load_n(&C.outcomes[i], __ATOMIC_RELAXED);
     for (i = 0; i <= METRICS_NBUCKETS; i++)

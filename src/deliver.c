@@ -2,7 +2,7 @@
  * Handles are never shared between threads; curl_global_init ran before
  * any thread started (server.c). */
 #include "deliver.h"
-#include "hostcap.h"
+#include "slotq.h"
 #include "log.h"
 #include "netpolicy.h"
 #include "postback.h"
@@ -44,7 +44,7 @@ struct xfer {
     size_t body_seen;
     int body_capped;
     int blocked;
-    int counted;                /* holds one of its host's slots (hostcap) */
+    int counted;                /* holds one of its host's slots (slotq) */
     const char *block_reason;
     char snippet[POSTBACK_EXCERPT + 1];
     size_t snip_len;
@@ -66,7 +66,9 @@ struct dthread {
     struct xfer *spare;                 /* reusable easy handles */
     int nactive;
     int epfd;                           /* the transfers' sockets */
-    struct hostcap *hc;                 /* thread only: its share of each host */
+    struct slotq *hc;                   /* thread only: its share of each host */
+    struct slotq *eps;                  /* thread only: transfers per endpoint, and
+                                         * the jobs claimed ahead behind them */
     int wakefd;                         /* eventfd: new jobs or stop */
     int64_t timer_at;                   /* curl's timeout (mono ms), -1 none */
 };
@@ -387,23 +389,87 @@ static void push(struct djob ***dtail, struct djob *j)
     *dtail = &j->next;
 }
 
+static int ended_well(const struct djob *j)
+{
+    return j->attempted && outcome_classify_ok(j->http_status, j->errc, j->ep->has_ok ? &j->ep->ok : NULL) ==
+                               OUTCOME_DELIVERED;
+}
+
+static void run_counted(struct dthread *t, struct djob *j, int counted, struct djob ***dtail);
+
+static int held(const struct ep_conf *e)
+{
+    return __atomic_load_n(&e->hold, __ATOMIC_RELAXED);
+}
+
+static void untried(struct djob *j, struct djob ***dtail)
+{
+    j->attempted = 0;
+    push(dtail, j);
+}
+
+/* j, a transfer counted for its endpoint, is over (done, or failed before
+ * it started). After a success a job claimed ahead for the endpoint takes
+ * its place at once, without waiting for the writer's next round; after
+ * anything else those jobs go back untried, so the breaker and the
+ * adaptive limit judge the failure before another request leaves. So do
+ * they when the writer holds the endpoint (paused, breaker not closed,
+ * changed or deleted). */
+static void ep_ended(struct dthread *t, struct djob *j, struct djob ***dtail)
+{
+    uint64_t key = (uint64_t)j->ep->id;
+    struct djob *n, *next;
+
+    if (!j->ep_counted)
+        return;
+    if (!ended_well(j) || held(j->ep)) {
+        for (n = slotq_take(t->eps, key); n; n = next) {
+            next = n->next;
+            untried(n, dtail);
+        }
+    }
+    /* one that took the place but may not start hands it to the next */
+    while ((n = slotq_release(t->eps, key)) && held(n->ep))
+        untried(n, dtail);
+    if (!n)
+        return;
+    j->handed = 1;
+    n->took_slot = 1;
+    n->ep_counted = 1;
+    if (slotq_admit(t->hc, n->ep->host_hash, n) != 1)
+        run_counted(t, n, 1, dtail);
+}
+
 /* Start j, which holds a host slot when counted; a job that cannot start
  * is finished, and its slot goes to the next one waiting for the host. */
 static void run_counted(struct dthread *t, struct djob *j, int counted, struct djob ***dtail)
 {
+    struct djob *next;
+
     while (j) {
         uint64_t h = j->ep->host_hash;
         if (start_transfer(t, j, counted) == 0)
             return;
         push(dtail, j);
-        j = counted ? hostcap_release(t->hc, h) : NULL;
+        next = counted ? slotq_release(t->hc, h) : NULL;
+        ep_ended(t, j, dtail);
+        j = next;
     }
 }
 
 static void launch(struct dthread *t, struct djob *j, struct djob ***dtail)
 {
-    int r = hostcap_admit(t->hc, j);
+    int r;
 
+    if (j->ahead) {
+        /* back untried when held, or when nothing of its endpoint runs
+         * here for it to follow */
+        if (held(j->ep) || slotq_park(t->eps, (uint64_t)j->ep->id, j) < 0)
+            untried(j, dtail);
+        return;
+    }
+    j->ep_counted = slotq_admit(t->eps, (uint64_t)j->ep->id, j) == 0;
+    r = slotq_admit(t->hc, j->ep->host_hash, j);
     if (r != 1)
         run_counted(t, j, r == 0, dtail);
 }
@@ -518,7 +584,8 @@ static void collect_done(struct dthread *t, struct djob ***dtail)
         finish_transfer(t, x, m->data.result);
         push(dtail, j);
         if (counted)
-            run_counted(t, hostcap_release(t->hc, h), 1, dtail);
+            run_counted(t, slotq_release(t->hc, h), 1, dtail);
+        ep_ended(t, j, dtail);
     }
 }
 
@@ -542,20 +609,22 @@ static void *dthread_main(void *arg)
         pthread_mutex_unlock(&t->mu);
 
         if (stop) {
-            /* nothing new starts: what waits for a host slot goes back */
-            struct djob *waiting = hostcap_drain(t->hc);
-            for (j = waiting; j; j = next) {
+            /* nothing new starts: what waits for a host slot, or behind
+             * a transfer of its endpoint, goes back */
+            for (j = slotq_drain(t->hc); j; j = next) {
                 next = j->next;
-                j->attempted = 0;
-                push(&dtail, j);
+                untried(j, &dtail);
+            }
+            for (j = slotq_drain(t->eps); j; j = next) {
+                next = j->next;
+                untried(j, &dtail);
             }
         }
         for (j = in; j; j = next) {
             next = j->next;
             j->next = NULL;
             if (stop) {
-                j->attempted = 0;  /* not started: back to the queue untouched */
-                push(&dtail, j);
+                untried(j, &dtail);  /* not started: back to the queue untouched */
             } else {
                 launch(t, j, &dtail);
             }
@@ -564,8 +633,7 @@ static void *dthread_main(void *arg)
             /* grace is over: abort what is left; those rows go back */
             while (t->active) {
                 struct xfer *x = t->active;
-                x->job->attempted = 0;
-                push(&dtail, x->job);
+                untried(x->job, &dtail);
                 curl_multi_remove_handle(t->multi, x->easy);
                 unlink_active(t, x);
                 xfer_put(t, x);
@@ -663,15 +731,16 @@ int deliver_start(struct deliver **out, const struct config *c, int nthreads, de
         t->epfd = epoll_create1(EPOLL_CLOEXEC);
         t->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         t->multi = curl_multi_init();
-        t->hc = hostcap_new(share);
-        if (!t->multi || !t->hc || t->epfd < 0 || t->wakefd < 0)
+        t->hc = slotq_new(share);
+        t->eps = slotq_new(INT32_MAX);   /* counts only: the writer limits */
+        if (!t->multi || !t->hc || !t->eps || t->epfd < 0 || t->wakefd < 0)
             goto fail;
         {
             struct epoll_event ev = {.events = EPOLLIN, .data.fd = t->wakefd};
             epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->wakefd, &ev);
         }
         curl_multi_setopt(t->multi, CURLMOPT_MAXCONNECTS, 1024L);
-        /* hostcap keeps transfers under this; curl's limit is the backstop
+        /* slotq keeps transfers under this; curl's limit is the backstop
          * (its queue would count the wait toward the transfer's timeout) */
         curl_multi_setopt(t->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)share);
         curl_multi_setopt(t->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
@@ -780,7 +849,8 @@ void deliver_free(struct deliver *d)
             close(t->epfd);
         if (t->wakefd >= 0)
             close(t->wakefd);
-        hostcap_free(t->hc);
+        slotq_free(t->hc);
+        slotq_free(t->eps);
         pthread_mutex_destroy(&t->mu);
     }
     free(d->t);

@@ -8,6 +8,8 @@
 struct claim_ctx {
     struct endpoint *e;
     int probe;
+    int64_t active;   /* how many of the endpoint's rows go as requests now; */
+    int64_t n;        /* the ones after those are claimed ahead */
     struct djob **tail;
 };
 
@@ -61,9 +63,37 @@ static int claim_row(void *arg, const struct store_claimed *row)
     if (!j)
         return -1;
     x->probe = 0;
+    j->ahead = x->n++ >= x->active;
     *x->tail = j;
     x->tail = &j->next;
     return 0;
+}
+
+/* Requests to e that may start now, by the writer's count: the ones
+ * claimed ahead wait for one of these to end. */
+static int active_of(const struct endpoint *e)
+{
+    return e->in_flight - e->ahead;
+}
+
+/* How many jobs may be claimed ahead for e when `room` more requests to
+ * it are being claimed. Only where no request needs the writer's
+ * judgement before the next one leaves: no probe (the breaker must be
+ * closed with no failure counted), no rate limit (its tokens are taken
+ * at the claim), no ordering key (a job given back would let a later one
+ * of its key pass), one node; and at most one beside each request, with
+ * everything claimed under half of max_in_flight_total, so the rest of
+ * the cap stays for other endpoints' requests. */
+static int64_t ahead_room(const struct registry *r, const struct endpoint *e, int64_t room)
+{
+    int64_t ahead = active_of(e) + room - e->ahead, total = r->c->max_in_flight_total / 2 - r->in_flight - room;
+
+    if (!r->c->claim_ahead || r->shared || e->br.state != BREAKER_CLOSED || e->br.consecutive_failures > 0 ||
+        e->rate.n > 0 || e->conf->order_tpl.nmacros > 0)
+        return 0;
+    if (ahead > total)
+        ahead = total;
+    return ahead > 0 ? ahead : 0;
 }
 
 int dispatch_admit_one(struct registry *r, struct endpoint *e, int64_t now, int64_t now_mono)
@@ -71,7 +101,7 @@ int dispatch_admit_one(struct registry *r, struct endpoint *e, int64_t now, int6
     /* shared: another node may have opened the breaker; the round's claim
      * asks the database, a row stored in flight here would not */
     if (r->shared || e->paused || e->next_due <= now || e->hold_until > now || e->br.state != BREAKER_CLOSED ||
-        limiter_room(&e->lim, e->in_flight) == 0 || r->in_flight >= r->c->max_in_flight_total)
+        limiter_room(&e->lim, active_of(e)) == 0 || r->in_flight >= r->c->max_in_flight_total)
         return 0;
     registry_touch(r, e);
     if (e->rate.n > 0 && !tlimit_take(&e->rate, now_mono))
@@ -91,14 +121,17 @@ void dispatch_unadmit_one(struct registry *r, struct endpoint *e)
 }
 
 /* How many of e's rows may go now (0: none), taking breaker admission and
- * rate-limit tokens for them. *probe: the one row is the breaker's probe. */
-static int64_t admit(struct registry *r, struct endpoint *e, int64_t now, int64_t now_mono, int64_t budget, int *probe)
+ * rate-limit tokens for them; *active of them as requests, the rest
+ * ahead. *probe: the one row is the breaker's probe. */
+static int64_t admit(struct registry *r, struct endpoint *e, int64_t now, int64_t now_mono, int64_t budget, int *probe,
+                     int64_t *active)
 {
     struct breaker_transition t;
     enum breaker_admit adm;
     int64_t retry_at, limit, tokens = 0;
 
     *probe = 0;
+    *active = 0;
     if (e->paused || e->next_due > now || e->hold_until > now)
         return 0;
     /* shared: a breaker that is open or failing is judged only on its
@@ -106,7 +139,8 @@ static int64_t admit(struct registry *r, struct endpoint *e, int64_t now, int64_
     if (!registry_health_ok(r, e) &&
         (e->stale || e->br.state != BREAKER_CLOSED || e->br.consecutive_failures > 0))
         return 0;
-    limit = limiter_room(&e->lim, e->in_flight);
+    limit = limiter_room(&e->lim, active_of(e));
+    limit += ahead_room(r, e, limit);
     if (limit <= 0)
         return 0;
     if (limit > budget)
@@ -133,13 +167,17 @@ static int64_t admit(struct registry *r, struct endpoint *e, int64_t now, int64_
         breaker_probe_abandoned(&e->br);
         *probe = 0;
     }
+    *active = limiter_room(&e->lim, active_of(e));
+    if (*active > limit)
+        *active = limit;
     return limit;
 }
 
 /* After an endpoint's claim: what it took counts, unused tokens go back,
  * a probe that found nothing is abandoned, and when it got fewer than
  * its limit its next due time is the database's. */
-static void claimed(struct registry *r, struct endpoint *e, int64_t limit, int n, int probe_left, int64_t next_due)
+static void claimed(struct registry *r, struct endpoint *e, int64_t limit, int64_t active, int n, int probe_left,
+                    int64_t next_due)
 {
     if (e->rate.n > 0 && n < limit)
         tlimit_refund(&e->rate, (int)(limit - n));  /* give back what was not used */
@@ -149,6 +187,8 @@ static void claimed(struct registry *r, struct endpoint *e, int64_t limit, int n
     }
     e->in_flight += n;
     r->in_flight += n;
+    if (n > active)
+        e->ahead += (int)(n - active);
     if (n < limit)
         e->next_due = next_due;
 }
@@ -158,7 +198,8 @@ struct batch {
     struct batch_ep {
         struct endpoint *e;
         int probe;
-    } *ep;                        /* beside w[k]: its endpoint, its probe */
+        int64_t active, n;
+    } *ep;                        /* beside w[k]: its endpoint, its probe, its split */
 };
 
 static int batch_row(void *arg, size_t k, const struct store_claimed *row)
@@ -168,8 +209,11 @@ static int batch_row(void *arg, size_t k, const struct store_claimed *row)
 
     b->x->e = b->ep[k].e;
     b->x->probe = b->ep[k].probe;
+    b->x->active = b->ep[k].active;
+    b->x->n = b->ep[k].n;
     rc = claim_row(b->x, row);
     b->ep[k].probe = b->x->probe;
+    b->ep[k].n = b->x->n;
     return rc;
 }
 
@@ -189,7 +233,7 @@ static int claim_batched(struct registry *r, struct store *st, int64_t now, int6
     for (k = 0; k < r->n && budget > 0; k++) {
         struct endpoint *e = r->v[(start + k) % r->n];
         int probe;
-        int64_t limit = admit(r, e, now, now_mono, budget, &probe);
+        int64_t active, limit = admit(r, e, now, now_mono, budget, &probe, &active);
         if (limit <= 0)
             continue;
         if (m == cap) {
@@ -208,13 +252,13 @@ static int claim_batched(struct registry *r, struct store *st, int64_t now, int6
         w[m] = (struct store_claim_want){.endpoint_id = e->id, .limit = (int)limit,
                                          .ordered = e->conf->order_tpl.nmacros > 0,
                                          .checked = registry_health_ok(r, e), .next_due = INT64_MAX};
-        b.ep[m++] = (struct batch_ep){e, probe};
+        b.ep[m++] = (struct batch_ep){e, probe, active, 0};
         budget -= limit;
     }
     if (m > 0 && st->ops->claim_many(st, now, w, m, batch_row, &b) < 0)
         goto out;
     for (k = 0; k < m; k++) {
-        claimed(r, b.ep[k].e, w[k].limit, w[k].n, b.ep[k].probe, w[k].next_due);
+        claimed(r, b.ep[k].e, w[k].limit, b.ep[k].active, w[k].n, b.ep[k].probe, w[k].next_due);
         if (w[k].blocked) {   /* another node opened its breaker or paused it */
             b.ep[k].e->stale = 1;
             b.ep[k].e->next_due = 0;
@@ -247,17 +291,18 @@ int dispatch_claim(struct registry *r, struct store *st, int64_t now, int64_t no
     }
     for (k = 0; k < r->n && budget > 0; k++) {
         struct endpoint *e = r->v[(start + k) % r->n];
-        int64_t limit = admit(r, e, now, now_mono, budget, &x.probe);
+        int64_t limit = admit(r, e, now, now_mono, budget, &x.probe, &x.active);
         int n, ordered = e->conf->order_tpl.nmacros > 0;
 
         if (limit <= 0)
             continue;
         x.e = e;
+        x.n = 0;
         int64_t due = e->next_due;
         if (st->ops->claim(st, e->id, now, (int)limit, ordered, claim_row, &x, &n) < 0 ||
             (n < limit && st->ops->next_due(st, e->id, ordered, &due) < 0))
             return -1;
-        claimed(r, e, limit, n, x.probe, due);
+        claimed(r, e, limit, x.active, n, x.probe, due);
         budget -= n;
     }
     if (r->n)
@@ -277,7 +322,7 @@ int64_t dispatch_next_wake(const struct registry *r, int64_t now, int64_t now_mo
         int64_t t;
         if (e->paused || e->next_due == INT64_MAX)
             continue;
-        if (limiter_room(&e->lim, e->in_flight) == 0)
+        if (limiter_room(&e->lim, active_of(e)) == 0 && ahead_room(r, e, 0) == 0)
             continue;  /* a result will wake us */
         if (e->br.state == BREAKER_HALF_OPEN && e->br.probe_in_flight)
             continue;  /* so will the probe's */

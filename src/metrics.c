@@ -188,6 +188,11 @@ int metrics_render(const struct metrics_snapshot *m, struct buf *b)
         if (buf_printf(b, "hookd_deliveries_total{outcome=\"%s\"} %" PRIu64 "\n", outcome_label[i],
                        m->outcomes[i]) < 0)
             goto fail;
+    if (family(b, "hookd_claimed_ahead_total", "counter",
+               "Jobs claimed ahead of a free slot: started in a finished request's place, or returned untried.") < 0 ||
+        buf_printf(b, "hookd_claimed_ahead_total{result=\"started\"} %" PRIu64 "\n", m->ahead[1]) < 0 ||
+        buf_printf(b, "hookd_claimed_ahead_total{result=\"returned\"} %" PRIu64 "\n", m->ahead[0]) < 0)
+        goto fail;
     if (render_histogram(m, b) < 0 || render_endpoints(m, b) < 0)
         goto fail;
     return 0;

@@ -369,6 +369,7 @@ int query_metrics_text(struct store *st, struct buf *out)
     memcpy(m.outcomes, cn.outcomes, sizeof m.outcomes);
     memcpy(m.bucket, cn.bucket, sizeof m.bucket);
     m.sum_ms = cn.sum_ms;
+    memcpy(m.ahead, cn.ahead, sizeof m.ahead);
     m.eps = eps.v;
     m.neps = eps.n;
     rc = metrics_render(&m, out) < 0 ? oom(st) : 0;

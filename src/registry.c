@@ -206,21 +206,31 @@ struct endpoint *registry_install(struct registry *r, int64_t id, const struct e
         if (!same_rates(&old->eff, &conf->eff))
             rates_init(r, e, util_mono_ms());
         cap_init(r, e);
+        /* jobs claimed ahead with the old settings go back, to be claimed
+         * again with the new ones */
+        __atomic_store_n(&old->hold, 1, __ATOMIC_RELAXED);
         ep_conf_unref(old);
     }
     e->from_config = from_config;
     e->is_ops = r->c->ops_endpoint && strcmp(def->name, r->c->ops_endpoint) == 0;
     e->next_due = 0;  /* re-examine the queue with the new settings */
+    registry_sync_hold(e);
     return e;
 oom:
     ep_conf_unref(conf);
     return NULL;
 }
 
+void registry_sync_hold(struct endpoint *e)
+{
+    __atomic_store_n(&e->conf->hold, e->paused || e->br.state != BREAKER_CLOSED, __ATOMIC_RELAXED);
+}
+
 void registry_remove(struct registry *r, struct endpoint *e)
 {
     struct endpoint *last = r->v[r->n - 1];
 
+    __atomic_store_n(&e->conf->hold, 1, __ATOMIC_RELAXED);   /* deleted: its jobs ahead go back */
     unlink_chains(r, e);
     last->slot = e->slot;
     r->v[e->slot] = last;
@@ -414,6 +424,10 @@ int registry_save_health(struct registry *r, struct store *st, int64_t now)
 
 void registry_round_commit(struct registry *r)
 {
+    size_t i;
+
+    for (i = 0; i < r->nundo; i++)
+        registry_sync_hold(r->undo[i].e);
     r->ndirty = 0;
     r->nundo = 0;
     r->nhist_out = 0;

@@ -64,6 +64,7 @@ static const struct cfg_def cfg_table[] = {
     {"delivery", "adaptive", T_BOOL, D(adaptive), 0, 1, "yes", "adapt each endpoint's concurrency (no: always max_in_flight)", NULL},
     {"delivery", "max_host_connections", T_INT, C(max_host_connections), 1, 100000, "256", "most connections to one host (scheme, name and port) from this node", NULL},
     {"delivery", "max_in_flight_total", T_INT, C(max_in_flight_total), 1, 1000000, "1024", "most requests in flight over all endpoints (bounds memory)", NULL},
+    {"delivery", "claim_ahead", T_BOOL, C(claim_ahead), 0, 1, "yes", "claim a job ahead beside each request to a healthy endpoint with a backlog, to start when one succeeds", NULL},
     {"delivery", "timeout", T_DUR, D(timeout_ms), 1, 600000, "15s", "total time of one attempt", NULL},
     {"delivery", "connect_timeout", T_DUR, D(connect_timeout_ms), 1, 600000, "5s", "TCP + TLS connect time", NULL},
     {"delivery", "base_delay", T_DUR, D(base_delay_ms), 1, 30 * DAY, "30s", "backoff base: uniform(0, min(base*2^n, max))", NULL},

@@ -130,6 +130,12 @@ static int endpoint_effects(struct registry *r, struct store *st, struct endpoin
 
     registry_touch(r, e);
     e->in_flight--;
+    /* an ahead job stops counting as ahead when it is known to have
+     * started (its predecessor came back handed) or came back unstarted */
+    if (j->handed)
+        e->ahead--;
+    if (j->ahead && !j->took_slot)
+        e->ahead--;
     if (!j->attempted) {
         if (j->probe) {
             breaker_probe_abandoned(&e->br);
@@ -211,7 +217,8 @@ int settle_results(struct registry *r, struct store *st, struct djob *list, int6
             j->errc == ERRC_TEMPLATE_MISSING)   /* never sent: says nothing of load */
             continue;
         registry_touch(r, e);
-        limiter_record(&e->lim, limiter_signal_of(j->http_status, j->errc), j->response_ms, e->in_flight, now);
+        limiter_record(&e->lim, limiter_signal_of(j->http_status, j->errc), j->response_ms, e->in_flight - e->ahead,
+                       now);
     }
     for (j = list, i = 0; j; j = j->next, i++) {
         /* the job's own snapshot: the endpoint may have changed or gone */

@@ -184,11 +184,16 @@ static void writer_round(struct writer *w, struct req *reqs, struct djob *result
     }
     req_complete_list(batch);
     req_complete_list(answered);
-    for (j = results; j; j = j->next)
+    for (j = results; j; j = j->next) {
         if (j->attempted) {
             counters_outcome(j->outcome, j->response_ms);
             epstats_note(j->ep->id, j->outcome == OUTCOME_DELIVERED, now);
         }
+        if (j->handed)
+            counters_ahead(1);
+        if (j->ahead && !j->took_slot)
+            counters_ahead(0);
+    }
     free_jobs(results);
     if (claimed)
         deliver_submit(w->d, claimed);

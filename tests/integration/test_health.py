@@ -223,6 +223,87 @@ def test_dead_endpoint_gets_exactly_failure_threshold_requests(hookd, receiver):
     assert d.endpoints()["a"]["concurrency_limit"] == 1
 
 
+def ahead_metric(d, result):
+    return sample(parse_prom(d.request({"op": "metrics"})["text"]), "hookd_claimed_ahead_total", result=result)
+
+
+def most_at_once(reqs, slack=0.003):
+    """The most requests the receiver was answering at one time. An answer
+    is stamped after it is written: the next request (hookd sends it the
+    moment the answer arrives) may be stamped on arrival first, so each
+    one counts until `slack` before its stamp."""
+    marks = sorted([(r.t, 1) for r in reqs] + [(r.t_done - slack, -1) for r in reqs])
+    now = top = 0
+    for _, step in marks:
+        now += step
+        top = max(top, now)
+    return top
+
+
+def test_claims_ahead_start_after_successes_only_and_never_raise_concurrency(hookd, receiver):
+    """A backlog to a healthy endpoint: jobs claimed ahead start in the
+    place of requests that succeeded (the metric counts them), yet the
+    receiver never sees more than max_in_flight at once and gets each
+    message once. Then the endpoint fails: no job claimed ahead starts
+    after that (they come back untried and use no attempt), and the
+    breaker opens on failure_threshold failures as before. (On PostgreSQL
+    nothing is claimed ahead: the other checks hold all the same.)"""
+    rcv = receiver(Reply(200, delay=0.01))
+    d = hookd(endpoints={"a": ep(rcv, max_attempts=1000, base_delay="1ms", max_delay="10ms", adaptive=False,
+                                 max_in_flight=8, paused=True)},
+              sections=sections({"breaker": {"cooldown": "60s"}}))
+    with d.client() as c:
+        ids = [r["id"] for r in c.pipeline([{"op": "enqueue", "endpoint": "a", "payload": {"i": i}}
+                                            for i in range(600)])]
+    assert cli(d, "resume", "a").returncode == 0
+    wait_all_done(d, ids, timeout=60)
+    reqs = rcv.snapshot()
+    assert len(reqs) == 600 and len({r.event_id for r in reqs}) == 600, len(reqs)
+    assert most_at_once(reqs) <= 8, "%d requests at once under max_in_flight 8" % most_at_once(reqs)
+    started = ahead_metric(d, "started")
+    if d.pg:   # PostgreSQL: nodes share the breaker, nothing is claimed ahead
+        assert started == 0 and ahead_metric(d, "returned") == 0
+    else:
+        assert started >= 300, "only %d of 600 started ahead" % started
+    assert d.sql("SELECT count(*) FROM webhook_queue WHERE attempt_count != 1") == [(0,)]
+    # failing now: whatever was claimed ahead comes back untried
+    rcv.set(Reply(500, delay=0.01))
+    with d.client() as c:
+        ids2 = [r["id"] for r in c.pipeline([{"op": "enqueue", "endpoint": "a", "payload": {"j": i}}
+                                             for i in range(100)])]
+    wait_until(lambda: state(d, "a") == "open", 10, msg="open")
+    wait_until(lambda: all(r.t_done for r in rcv.snapshot()), 5, msg="the failed requests answered")
+    failed = len(rcv.snapshot()) - 600
+    assert ahead_metric(d, "started") == started, "a job claimed ahead started after a failure"
+    attempts = sum(d.row(i)["attempt_count"] for i in ids2)
+    assert attempts == failed, "%d attempts recorded for %d requests" % (attempts, failed)
+    assert 10 <= failed <= 10 + 8, failed
+    assert most_at_once(rcv.snapshot()) <= 8
+
+
+def test_pause_sends_back_jobs_claimed_ahead(hookd, receiver):
+    """Pausing an endpoint while it drains a backlog: the requests already
+    on the wire finish, and nothing else leaves once the pause is
+    acknowledged, although jobs were waiting ahead behind each request."""
+    rcv = receiver(Reply(200, delay=0.05))
+    d = hookd(endpoints={"a": ep(rcv, adaptive=False, max_in_flight=4)}, sections=sections())
+    with d.client() as c:
+        ids = [r["id"] for r in c.pipeline([{"op": "enqueue", "endpoint": "a", "payload": {"i": i}}
+                                            for i in range(300)])]
+    rcv.wait_for(40, timeout=10)
+    assert cli(d, "pause", "a").returncode == 0
+    paused_at = time.monotonic()
+    wait_until(lambda: d.endpoints()["a"]["queue"]["in_flight"] == 0, 10, msg="nothing in flight")
+    late = [r.t - paused_at for r in rcv.snapshot() if r.t > paused_at + 0.01]
+    assert not late, "%d requests left after the pause (%s s)" % (len(late), ["%.3f" % x for x in late[:5]])
+    n = rcv.count()
+    if not d.pg:
+        assert ahead_metric(d, "returned") >= 1, "no job was waiting ahead: the test shows nothing"
+    assert cli(d, "resume", "a").returncode == 0
+    wait_all_done(d, ids, timeout=30)
+    assert rcv.count() == 300 and len({r.event_id for r in rcv.snapshot()}) == 300, (n, rcv.count())
+
+
 def test_breaker_trip_with_many_in_flight_logs_once_then_silent(hookd, receiver):
     """30 messages in flight at once (fixed concurrency, max_in_flight 64)
     all fail: the breaker opens at the 10th failure and the 20 late

@@ -50,6 +50,7 @@ static int setup(void **state)
     f->c.dflt.max_attempts = 5;
     f->c.dflt.base_delay_ms = 1000;
     f->c.dflt.max_delay_ms = 8000;
+    f->c.claim_ahead = 0;   /* the cases about claiming ahead turn it on */
     f->db = mem_db_new();
     f->st = mem_store_open(f->db, STORE_WRITER);
     f->now = T0;
@@ -323,6 +324,7 @@ static void breaker_opens_at_threshold_then_one_probe(void **state)
     }
     assert_int_equal(a->br.state, BREAKER_OPEN);
     assert_int_equal(a->br.consecutive_failures, 3);
+    assert_int_equal(a->conf->hold, 1);   /* jobs claimed ahead may not start */
     assert_null(claim(f, 100));   /* open: nothing goes */
     /* the state is stored: a restart keeps it */
     restart(f);
@@ -340,6 +342,7 @@ static void breaker_opens_at_threshold_then_one_probe(void **state)
     result(jobs, 200, ERRC_NONE);
     settle(f, jobs);
     assert_int_equal(a->br.state, BREAKER_CLOSED);
+    assert_int_equal(a->conf->hold, 0);
     jobs = claim(f, 100);
     assert_int_equal(count(jobs, 0), 1);   /* max_in_flight 1 */
     result(jobs, 200, ERRC_NONE);
@@ -759,6 +762,139 @@ static void decisions_follow_the_outcome_table(void **state)
     assert_int_equal(r.outcome, -1);
 }
 
+/* The jobs of a list that match: claimed ahead or not (ahead 0/1), of
+ * one endpoint (ep, 0: any); they leave the list in their order. */
+static struct djob *take(struct djob **list, int ahead, int64_t ep)
+{
+    struct djob *out = NULL, **t = &out, **p = list;
+
+    while (*p) {
+        struct djob *j = *p;
+        if (j->ahead == ahead && (ep == 0 || j->ep->id == ep)) {
+            *p = j->next;
+            j->next = NULL;
+            *t = j;
+            t = &j->next;
+        } else {
+            p = &j->next;
+        }
+    }
+    return out;
+}
+
+/* Cut the first n jobs off *list. */
+static struct djob *first(struct djob **list, int n)
+{
+    struct djob *out = *list, **p = list;
+
+    while (n-- > 0)
+        p = &(*p)->next;
+    *list = *p;
+    *p = NULL;
+    return out;
+}
+
+static struct djob *cat(struct djob *a, struct djob *b)
+{
+    struct djob **p = &a;
+
+    while (*p)
+        p = &(*p)->next;
+    *p = b;
+    return a;
+}
+
+/* Claiming ahead: beside each request to a healthy endpoint with a
+ * backlog one job more, which a delivery thread starts only in the place
+ * of a request that succeeded (the predecessor comes back handed) and
+ * otherwise gives back untried. The writer's count of requests never
+ * passes the limit; a failure stops the claims ahead and counts once. */
+static void jobs_claimed_ahead_follow_successes(void **state)
+{
+    struct fx *f = *state;
+    struct endpoint *a, *r, *o;
+    struct djob *jobs, *req, *ah, *more, *back, *x;
+
+    f->c.claim_ahead = 1;
+    a = add_endpoint(f, "a", NULL, NULL);
+    r = add_endpoint(f, "r", "rate", "100/s");
+    o = add_endpoint(f, "o", "ordering_key", "{payload.user}");
+    warm(a);
+    warm(r);
+    warm(o);
+    enqueue(f, a, 30);
+    enqueue(f, r, 30);
+    enqueue(f, o, 30);
+    jobs = claim(f, 1000);
+    req = take(&jobs, 0, a->id);
+    ah = take(&jobs, 1, a->id);
+    assert_int_equal(count(req, 0), 4);
+    assert_int_equal(count(ah, 0), 4);
+    assert_int_equal(a->in_flight, 8);
+    assert_int_equal(a->ahead, 4);
+    /* a rate limit or an ordering key: no claims ahead */
+    assert_null(take(&jobs, 1, 0));
+    assert_int_equal(r->ahead + o->ahead, 0);
+    for (x = jobs; x; x = x->next)   /* out of the way: given back */
+        x->attempted = 0;
+    settle(f, jobs);
+    r->paused = o->paused = 1;
+    assert_null(claim(f, 1000));   /* 4 requests and one job beside each */
+    /* two requests succeed, two jobs ahead start in their places */
+    back = first(&req, 2);
+    result(back, 200, ERRC_NONE);
+    back->handed = back->next->handed = 1;
+    ah->took_slot = ah->next->took_slot = 1;
+    settle(f, back);
+    assert_int_equal(a->in_flight, 6);
+    assert_int_equal(a->ahead, 2);
+    /* still 4 requests: only two more go, both ahead */
+    more = claim(f, 1000);
+    assert_int_equal(count(more, 0), 2);
+    assert_true(more->ahead && more->next->ahead);
+    assert_int_equal(a->ahead, 4);
+    /* a request fails: its thread gives back the two waiting behind it */
+    back = first(&req, 1);
+    result(back, 503, ERRC_NONE);
+    x = ah->next->next;
+    ah->next->next = NULL;
+    back->next = x;   /* the third and fourth of the first ones ahead */
+    settle(f, back);
+    assert_int_equal(a->in_flight, 5);
+    assert_int_equal(a->ahead, 2);
+    assert_int_equal(a->br.consecutive_failures, 1);
+    assert_null(claim(f, 1000));   /* failing: nothing ahead, and the limit was cut */
+    /* the rest: the last request and the two started ahead succeed; the
+     * two claimed last find no place and come back untried */
+    result(req, 200, ERRC_NONE);
+    result(ah, 200, ERRC_NONE);
+    settle(f, cat(cat(req, ah), more));
+    assert_int_equal(a->in_flight, 0);
+    assert_int_equal(a->ahead, 0);
+    assert_int_equal(f->reg.in_flight, 0);
+    assert_int_equal(statuses(f).n[MSG_DELIVERED], 5);
+    assert_int_equal(statuses(f).n[MSG_FAILED], 1);
+    /* claim_ahead = no: requests only */
+    f->c.claim_ahead = 0;
+    a->br.consecutive_failures = 0;
+    warm(a);
+    jobs = claim(f, 1000);
+    assert_int_equal(count(jobs, a->id), 4);
+    assert_int_equal(a->ahead, 0);
+    result(jobs, 200, ERRC_NONE);
+    settle(f, jobs);
+    /* claims ahead stop at half of max_in_flight_total */
+    f->c.claim_ahead = 1;
+    f->c.max_in_flight_total = 10;
+    jobs = claim(f, 1000);
+    assert_int_equal(count(jobs, a->id), 4 + 1);
+    assert_int_equal(a->ahead, 1);
+    for (x = jobs; x; x = x->next)
+        x->attempted = 0;
+    settle(f, jobs);
+    assert_int_equal(a->ahead, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -773,6 +909,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(failed_commit_undoes_the_round, setup, teardown),
         cmocka_unit_test_setup_teardown(events_and_history_follow_the_round, setup, teardown),
         cmocka_unit_test_setup_teardown(intake_claims_what_can_go_now, setup, teardown),
+        cmocka_unit_test_setup_teardown(jobs_claimed_ahead_follow_successes, setup, teardown),
         cmocka_unit_test(decisions_follow_the_outcome_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -44,6 +44,8 @@ static void sample(struct metrics_snapshot *m)
     m->bucket[7] = 4;
     m->bucket[METRICS_NBUCKETS] = 1;
     m->sum_ms = 23456;
+    m->ahead[1] = 900;
+    m->ahead[0] = 5;
     m->eps = sample_eps;
     m->neps = sizeof sample_eps / sizeof sample_eps[0];
 }
@@ -74,6 +76,10 @@ static const char expected[] =
     "hookd_deliveries_total{outcome=\"retry\"} 3\n"
     "hookd_deliveries_total{outcome=\"dead_letter\"} 1\n"
     "hookd_deliveries_total{outcome=\"gone\"} 0\n"
+    "# HELP hookd_claimed_ahead_total Jobs claimed ahead of a free slot: started in a finished request's place, or returned untried.\n"
+    "# TYPE hookd_claimed_ahead_total counter\n"
+    "hookd_claimed_ahead_total{result=\"started\"} 900\n"
+    "hookd_claimed_ahead_total{result=\"returned\"} 5\n"
     "# HELP hookd_attempt_duration_seconds Delivery attempt response time since start.\n"
     "# TYPE hookd_attempt_duration_seconds histogram\n"
     "hookd_attempt_duration_seconds_bucket{le=\"0.005\"} 2\n"
