@@ -397,6 +397,15 @@ static int ended_well(const struct djob *j)
 
 static void run_counted(struct dthread *t, struct djob *j, int counted, struct djob ***dtail);
 
+/* j to its host's waiting line, or started now */
+static void to_host(struct dthread *t, struct djob *j, struct djob ***dtail)
+{
+    int r = slotq_admit(t->hc, j->ep->host_hash, j);
+
+    if (r != 1)
+        run_counted(t, j, r == 0, dtail);   /* -1: out of memory, uncounted */
+}
+
 static int held(const struct ep_conf *e)
 {
     return __atomic_load_n(&e->hold, __ATOMIC_RELAXED);
@@ -436,8 +445,7 @@ static void ep_ended(struct dthread *t, struct djob *j, struct djob ***dtail)
     j->handed = 1;
     n->took_slot = 1;
     n->ep_counted = 1;
-    if (slotq_admit(t->hc, n->ep->host_hash, n) != 1)
-        run_counted(t, n, 1, dtail);
+    to_host(t, n, dtail);
 }
 
 /* Start j, which holds a host slot when counted; a job that cannot start
@@ -459,8 +467,6 @@ static void run_counted(struct dthread *t, struct djob *j, int counted, struct d
 
 static void launch(struct dthread *t, struct djob *j, struct djob ***dtail)
 {
-    int r;
-
     if (j->ahead) {
         /* back untried when held, or when nothing of its endpoint runs
          * here for it to follow */
@@ -469,9 +475,7 @@ static void launch(struct dthread *t, struct djob *j, struct djob ***dtail)
         return;
     }
     j->ep_counted = slotq_admit(t->eps, (uint64_t)j->ep->id, j) == 0;
-    r = slotq_admit(t->hc, j->ep->host_hash, j);
-    if (r != 1)
-        run_counted(t, j, r == 0, dtail);
+    to_host(t, j, dtail);
 }
 
 static void finish_transfer(struct dthread *t, struct xfer *x, CURLcode rc)
