@@ -36,7 +36,7 @@ struct ep_conf {
                                * logs, listings) when it has no macro */
     int hold;                 /* atomic, the one field that changes: jobs
                                * claimed ahead must not start (paused, breaker
-                               * not closed, replaced or deleted); the writer
+                               * not closed, a 429 hold, replaced or deleted); the writer
                                * sets it, delivery threads read it */
 };
 

@@ -39,7 +39,8 @@ struct endpoint {
     struct tlimit rate;
     int64_t next_due;            /* earliest time an unclaimed row may be due
                                   * (0: look now; INT64_MAX: nothing waits) */
-    int64_t hold_until;          /* a 429's Retry-After holds the endpoint */
+    int64_t hold_until;          /* a 429's Retry-After holds the endpoint (0:
+                                  * none; cleared by the first claim after it) */
     int64_t p95_ms, samples;     /* the last rollup */
     int64_t slow_since;          /* the slow scan lowered the failure threshold (0: no) */
     int64_t ring_next;           /* the next slot of its latency ring */
@@ -113,8 +114,9 @@ struct endpoint *registry_install(struct registry *r, int64_t id, const struct e
 /* Forget an endpoint; jobs in flight keep their snapshot. Outside a round. */
 void registry_remove(struct registry *r, struct endpoint *e);
 /* Publish to the delivery threads whether e's jobs claimed ahead may
- * start (ep_conf.hold): not while it is paused or its breaker is not
- * closed. Done for every endpoint a round touched, at its commit. */
+ * start (ep_conf.hold): not while it is paused, its breaker is not
+ * closed or a 429 holds it. Done for every endpoint a round touched, at
+ * its commit. */
 void registry_sync_hold(struct endpoint *e);
 /* Stored breaker state and latency figures (at start). */
 void registry_load_health(struct registry *r, const struct store_health *h);

@@ -422,8 +422,8 @@ static void untried(struct djob *j, struct djob ***dtail)
  * its place at once, without waiting for the writer's next round; after
  * anything else those jobs go back untried, so the breaker and the
  * adaptive limit judge the failure before another request leaves. So do
- * they when the writer holds the endpoint (paused, breaker not closed,
- * changed or deleted). */
+ * they when the writer holds the endpoint (paused, breaker not closed, a
+ * 429 hold, changed or deleted). */
 static void ep_ended(struct dthread *t, struct djob *j, struct djob ***dtail)
 {
     uint64_t key = (uint64_t)j->ep->id;

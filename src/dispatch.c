@@ -106,6 +106,7 @@ int dispatch_admit_one(struct registry *r, struct endpoint *e, int64_t now, int6
     registry_touch(r, e);
     if (e->rate.n > 0 && !tlimit_take(&e->rate, now_mono))
         return 0;
+    e->hold_until = 0;   /* over */
     e->in_flight++;
     r->in_flight++;
     return 1;
@@ -134,6 +135,10 @@ static int64_t admit(struct registry *r, struct endpoint *e, int64_t now, int64_
     *active = 0;
     if (e->paused || e->next_due > now || e->hold_until > now)
         return 0;
+    if (e->hold_until) {   /* a 429's hold is over: jobs ahead may start again */
+        registry_touch(r, e);
+        e->hold_until = 0;
+    }
     /* shared: a breaker that is open or failing is judged only on its
      * health row read under lock this round (the cluster's count) */
     if (!registry_health_ok(r, e) &&

@@ -223,7 +223,8 @@ oom:
 
 void registry_sync_hold(struct endpoint *e)
 {
-    __atomic_store_n(&e->conf->hold, e->paused || e->br.state != BREAKER_CLOSED, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->conf->hold, e->paused || e->br.state != BREAKER_CLOSED || e->hold_until != 0,
+                     __ATOMIC_RELAXED);
 }
 
 void registry_remove(struct registry *r, struct endpoint *e)

@@ -883,7 +883,32 @@ static void jobs_claimed_ahead_follow_successes(void **state)
     assert_int_equal(a->ahead, 0);
     result(jobs, 200, ERRC_NONE);
     settle(f, jobs);
+    /* a 429 holds the endpoint: jobs claimed ahead may not start until
+     * the first claim after the hold */
+    jobs = claim(f, 1000);
+    x = jobs->next;
+    jobs->next = NULL;
+    result(jobs, 429, ERRC_NONE);
+    jobs->retry_after_ms = 5000;
+    for (struct djob *y = x; y; y = y->next)
+        y->attempted = 0;
+    settle(f, cat(jobs, x));
+    assert_true(a->hold_until > f->now);
+    assert_int_equal(a->conf->hold, 1);
+    assert_null(claim(f, 1000));
+    assert_int_equal(a->conf->hold, 1);
+    f->now += 60000;   /* past the hold and the row's backoff */
+    f->mono += 60000;
+    jobs = claim(f, 1000);
+    assert_non_null(jobs);
+    assert_int_equal(a->hold_until, 0);
+    assert_int_equal(a->conf->hold, 0);
+    for (x = jobs; x; x = x->next)
+        x->attempted = 0;
+    settle(f, jobs);
     /* claims ahead stop at half of max_in_flight_total */
+    warm(a);   /* the 429 halved the limit and counted a failure */
+    a->br.consecutive_failures = 0;
     f->c.claim_ahead = 1;
     f->c.max_in_flight_total = 10;
     jobs = claim(f, 1000);
