@@ -125,6 +125,17 @@ static void warm(struct endpoint *e)
     e->lim.slow_start = 0;
 }
 
+/* Three endpoints warmed up, n rows queued for each. */
+static void fill3(struct fx *f, struct endpoint *a, struct endpoint *b, struct endpoint *c, int n)
+{
+    warm(a);
+    warm(b);
+    warm(c);
+    enqueue(f, a, n);
+    enqueue(f, b, n);
+    enqueue(f, c, n);
+}
+
 /* One writer round that only claims; returns the jobs. */
 static struct djob *claim(struct fx *f, int64_t budget)
 {
@@ -247,12 +258,7 @@ static void claims_are_capped_and_fair(void **state)
                     *c = add_endpoint(f, "c", "max_in_flight", "1");
     struct djob *jobs;
 
-    warm(a);
-    warm(b);
-    warm(c);
-    enqueue(f, a, 10);
-    enqueue(f, b, 10);
-    enqueue(f, c, 10);
+    fill3(f, a, b, c, 10);
     jobs = claim(f, 100);
     /* each endpoint up to its cap: 4, 4, 1 */
     assert_int_equal(count(jobs, a->id), 4);
@@ -819,12 +825,7 @@ static void jobs_claimed_ahead_follow_successes(void **state)
     a = add_endpoint(f, "a", NULL, NULL);
     r = add_endpoint(f, "r", "rate", "100/s");
     o = add_endpoint(f, "o", "ordering_key", "{payload.user}");
-    warm(a);
-    warm(r);
-    warm(o);
-    enqueue(f, a, 30);
-    enqueue(f, r, 30);
-    enqueue(f, o, 30);
+    fill3(f, a, r, o, 30);
     jobs = claim(f, 1000);
     req = take(&jobs, 0, a->id);
     ah = take(&jobs, 1, a->id);
