@@ -1,7 +1,16 @@
 /* dispatch.h - choosing what to deliver next. Claims due rows round-robin
  * across endpoints, each within its in-flight cap, its breaker (one probe
  * when half open) and its rate limits, and knows when the queue must be
- * looked at again. Writer thread, inside a round. */
+ * looked at again. Writer thread, inside a round.
+ *
+ * Jobs claimed ahead (claim_ahead): with a backlog, a healthy endpoint
+ * also gets up to one job beside each of its requests, marked djob.ahead.
+ * A delivery thread parks it behind the endpoint's transfers and starts
+ * it in the place of one that succeeded, so a freed slot does not wait
+ * for the next round; otherwise it comes back untried. The writer counts
+ * requests as in_flight - ahead: a job stops counting as ahead when its
+ * predecessor comes back handed (it started) or it comes back itself
+ * without took_slot (it never started). */
 #ifndef HOOKD_DISPATCH_H
 #define HOOKD_DISPATCH_H
 #include <stdint.h>
