@@ -39,6 +39,7 @@ LIB_SRCS := \
 	src/tbucket.c \
 	src/limiter.c \
 	src/slotq.c \
+	src/xfer.c \
 	src/util.c \
 	src/log.c \
 	src/settings.c \

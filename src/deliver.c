@@ -2,14 +2,11 @@
  * Handles are never shared between threads; curl_global_init ran before
  * any thread started (server.c). */
 #include "deliver.h"
-#include "slotq.h"
 #include "log.h"
 #include "netpolicy.h"
-#include "postback.h"
-#include "proto.h"
-#include "retry_after.h"
-#include "sign.h"
+#include "slotq.h"
 #include "util.h"
+#include "xfer.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -21,38 +18,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
-
-/* beyond this the body is not worth reading: the status line decided
- * (and success_body looks no further) */
-#define BODY_CAP (64 * 1024)
-
-struct xfer {
-    struct xfer *next, *prev;   /* active list */
-    CURL *easy;                 /* configured once; per-job options only */
-    struct djob *job;
-    struct dthread *t;
-    /* headers: three per-attempt nodes in front of the endpoint's fixed
-     * ones, so an attempt allocates nothing (curl only reads the list) */
-    struct ep_conf *hdr_ep;     /* reference: its address cannot be reused */
-    struct curl_slist *fixed_hdrs;
-    struct curl_slist dyn[3];
-    struct curl_slist *hdrs;    /* the attempt's list: dyn[0], or fixed_hdrs when unsigned */
-    char id_line[PROTO_EVENT_ID_MAX + 16];
-    char ts_line[48];
-    char sig_line[24 + SIGN_MAX_SECRETS * (SIGN_SIG_LEN + 1)];
-    /* per attempt */
-    size_t body_seen;
-    int body_capped;
-    int blocked;
-    int counted;                /* holds one of its host's slots (slotq) */
-    const char *block_reason;
-    char snippet[POSTBACK_EXCERPT + 1];
-    size_t snip_len;
-    struct buf seen;            /* the body, for success_body */
-    struct postback_req rq;     /* templated requests; buffers reused */
-    char retry_after[64];
-    char errbuf[CURL_ERROR_SIZE];
-};
 
 struct dthread {
     struct deliver *d;
@@ -93,188 +58,16 @@ struct deliver {
     unsigned rr;                        /* atomic */
 };
 
-static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
-{
-    struct xfer *x = clientp;
-    const char *reason = NULL;
-
-    (void)purpose;
-    if (netpolicy_check(&x->t->d->np, &a->addr, &reason) < 0) {
-        x->blocked = 1;
-        x->block_reason = reason;
-        return CURL_SOCKET_BAD;
-    }
-    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
-}
-
-static size_t on_body(char *p, size_t sz, size_t n, void *ud)
-{
-    struct xfer *x = ud;
-    size_t len = sz * n, take;
-
-    if (x->snip_len < sizeof x->snippet - 1) {
-        take = sizeof x->snippet - 1 - x->snip_len;
-        if (take > len)
-            take = len;
-        memcpy(x->snippet + x->snip_len, p, take);
-        x->snip_len += take;
-    }
-    if (x->job->ep->def.rq.success_body && x->seen.len < BODY_CAP) {
-        take = BODY_CAP - x->seen.len;
-        buf_append(&x->seen, p, take < len ? take : len);
-    }
-    x->body_seen += len;
-    if (x->body_seen > BODY_CAP) {
-        x->body_capped = 1;
-        return 0;  /* stop reading: an endless body must not hold the slot */
-    }
-    return len;
-}
-
-static size_t on_header(char *p, size_t sz, size_t n, void *ud)
-{
-    struct xfer *x = ud;
-    size_t len = sz * n;
-
-    if (len > 12 && strncasecmp(p, "Retry-After:", 12) == 0) {
-        size_t v = len - 12;
-        if (v >= sizeof x->retry_after)
-            v = sizeof x->retry_after - 1;
-        memcpy(x->retry_after, p + 12, v);
-        x->retry_after[v] = '\0';
-        x->retry_after[strcspn(x->retry_after, "\r\n")] = '\0';
-    }
-    return len;
-}
-
-static int add_header(struct curl_slist **l, const char *h)
-{
-    struct curl_slist *n = curl_slist_append(*l, h);
-
-    if (!n)
-        return -1;
-    *l = n;
-    return 0;
-}
-
-/* The headers every attempt to this endpoint carries. */
-static int fixed_headers(struct xfer *x, struct ep_conf *e)
-{
-    size_t i;
-
-    if (x->hdr_ep == e)
-        return 0;
-    curl_slist_free_all(x->fixed_hdrs);
-    x->fixed_hdrs = NULL;
-    ep_conf_unref(x->hdr_ep);
-    x->hdr_ep = NULL;
-    if ((e->body == EP_BODY_JSON && add_header(&x->fixed_hdrs, "Content-Type: application/json") < 0) ||
-        (e->body == EP_BODY_FORM &&
-         add_header(&x->fixed_hdrs, "Content-Type: application/x-www-form-urlencoded") < 0) ||
-        add_header(&x->fixed_hdrs, "User-Agent: hookd/" HOOKD_VERSION) < 0 ||
-        add_header(&x->fixed_hdrs, "Expect:") < 0)
-        return -1;
-    for (i = 0; i < e->def.nheaders; i++)
-        if (add_header(&x->fixed_hdrs, e->def.headers[i]) < 0)
-            return -1;
-    x->hdr_ep = ep_conf_ref(e);
-    return 0;
-}
-
-/* body: the bytes sent, which the signature covers (a GET's are none) */
-static int build_headers(struct xfer *x, int64_t ts, const char *body, size_t blen)
-{
-    struct djob *j = x->job;
-    struct ep_conf *e = j->ep;
-    int n;
-
-    if (fixed_headers(x, e) < 0)
-        return -1;
-    if (e->def.rq.sign_none) {
-        x->hdrs = x->fixed_hdrs;
-        return 0;
-    }
-    x->hdrs = &x->dyn[0];
-    snprintf(x->id_line, sizeof x->id_line, "webhook-id: %s", j->event_id);
-    snprintf(x->ts_line, sizeof x->ts_line, "webhook-timestamp: %lld", (long long)ts);
-    x->dyn[0].data = x->id_line;
-    x->dyn[0].next = &x->dyn[1];
-    x->dyn[1].data = x->ts_line;
-    x->dyn[1].next = x->fixed_hdrs;
-    if (e->nkeys) {
-        n = snprintf(x->sig_line, sizeof x->sig_line, "webhook-signature: ");
-        if (sign_header_value(e->keys, e->nkeys, j->event_id, ts, body, blen, x->sig_line + n,
-                              sizeof x->sig_line - (size_t)n) < 0)
-            return -1;
-        x->dyn[1].next = &x->dyn[2];
-        x->dyn[2].data = x->sig_line;
-        x->dyn[2].next = x->fixed_hdrs;
-    }
-    return 0;
-}
-
-static void job_fail_now(struct djob *j, enum errclass c, const char *msg)
-{
-    j->attempted = 1;
-    j->sample = 0;
-    j->errc = c;
-    j->http_status = 0;
-    j->response_ms = 0;
-    util_strlcpy(j->error, msg, sizeof j->error);
-}
-
-static struct xfer *xfer_new(struct dthread *t)
-{
-    const struct config *c = t->d->c;
-    struct xfer *x = calloc(1, sizeof *x);
-    CURL *h;
-
-    if (!x)
-        return NULL;
-    h = x->easy = curl_easy_init();
-    if (!h) {
-        free(x);
-        return NULL;
-    }
-    x->t = t;
-    /* what never changes between attempts is set once per handle */
-    curl_easy_setopt(h, CURLOPT_POST, 1L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_PROXY, "");   /* no proxy from the environment */
-    curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open_socket);
-    curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, x);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
-    curl_easy_setopt(h, CURLOPT_PRIVATE, x);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (c->ca_file && *c->ca_file)
-        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
-    return x;
-}
-
 static struct xfer *xfer_get(struct dthread *t)
 {
     struct xfer *x = t->spare;
 
     if (x)
         t->spare = x->next;
-    else if (!(x = xfer_new(t)))
+    else if (!(x = xfer_new(t->d->c, &t->d->np)))
         return NULL;
     x->next = x->prev = NULL;
-    x->body_seen = 0;
-    x->body_capped = 0;
-    x->blocked = 0;
-    x->block_reason = NULL;
-    x->snip_len = 0;
-    buf_reset(&x->seen);
-    x->retry_after[0] = '\0';
-    x->errbuf[0] = '\0';
+    xfer_reset(x);
     return x;
 }
 
@@ -285,80 +78,23 @@ static void xfer_put(struct dthread *t, struct xfer *x)
     t->spare = x;
 }
 
-static void xfer_destroy(struct xfer *x)
-{
-    curl_easy_cleanup(x->easy);
-    curl_slist_free_all(x->fixed_hdrs);
-    ep_conf_unref(x->hdr_ep);
-    buf_free(&x->seen);
-    postback_req_free(&x->rq);
-    free(x);
-}
-
-/* A templated request into x->rq, and the URL as the attempt log shows
- * it. -1: the job failed in place. */
-static int request_of(struct xfer *x, struct djob *j)
-{
-    struct postback_msg m = {j->event_id, j->event_type, j->payload, j->payload_len, j->attempt_count + 1,
-                             j->started_at / 1000};
-    enum errclass ec = ERRC_INTERNAL;
-    char why[200] = "out of memory";
-
-    if (postback_build(j->ep, &m, &x->rq, &ec, why, sizeof why) < 0 ||
-        (j->ep->url_tpl.nmacros && !(j->sent_url = strdup(x->rq.shown.p)))) {
-        job_fail_now(j, ec, why);
-        return -1;
-    }
-    return 0;
-}
-
 /* Returns 0 if started; otherwise the job is finished (failed) in place. */
 static int start_transfer(struct dthread *t, struct djob *j, int counted)
 {
-    struct ep_conf *e = j->ep;
-    const struct ep_settings *s = &e->eff;
     struct xfer *x = xfer_get(t);
-    const char *url = e->def.url, *body = j->payload;
-    size_t blen = j->payload_len;
-    CURL *h;
 
     j->started_at = util_now_ms();
     if (!x) {
-        job_fail_now(j, ERRC_INTERNAL, "out of memory");
+        xfer_fail(j, ERRC_INTERNAL, "out of memory");
         return -1;
     }
-    x->job = j;
     x->counted = counted;
-    if (!e->plain) {
-        if (request_of(x, j) < 0) {
-            xfer_put(t, x);
-            return -1;
-        }
-        url = x->rq.send_url;
-        body = x->rq.send_body;
-        blen = x->rq.send_len;
-    }
-    if (build_headers(x, j->started_at / 1000, body, blen) < 0) {
-        job_fail_now(j, ERRC_INTERNAL, "cannot build request headers");
+    if (xfer_prepare(x, j) < 0) {
         xfer_put(t, x);
         return -1;
     }
-    h = x->easy;
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    if (e->def.rq.method == EP_GET) {
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
-        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
-    } else {
-        /* POSTFIELDS makes it a POST; PUT sends the same body */
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, e->def.rq.method == EP_PUT ? "PUT" : NULL);
-    }
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, x->hdrs);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)s->timeout_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)s->connect_timeout_ms);
-    if (curl_multi_add_handle(t->multi, h) != CURLM_OK) {
-        job_fail_now(j, ERRC_INTERNAL, "cannot start transfer");
+    if (curl_multi_add_handle(t->multi, x->easy) != CURLM_OK) {
+        xfer_fail(j, ERRC_INTERNAL, "cannot start transfer");
         xfer_put(t, x);
         return -1;
     }
@@ -480,58 +216,7 @@ static void launch(struct dthread *t, struct djob *j, struct djob ***dtail)
 
 static void finish_transfer(struct dthread *t, struct xfer *x, CURLcode rc)
 {
-    struct djob *j = x->job;
-    curl_off_t total_us = 0, pretransfer_us = 0;
-    long status = 0;
-
-    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME_T, &total_us);
-    curl_easy_getinfo(x->easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
-    j->attempted = 1;
-    j->response_ms = (int64_t)(total_us / 1000);
-    /* a latency sample only when the request reached the endpoint: a 0 ms
-     * "sample" from a refused connect would drag p50 down exactly when
-     * the endpoint is broken */
-    j->sample = status > 0 || (pretransfer_us > 0 && !x->blocked);
-    j->retry_after_ms = -1;
-    if (x->retry_after[0]) {
-        int64_t d;
-        if (retry_after_parse(x->retry_after, util_now_ms(), &d) == 0)
-            j->retry_after_ms = d;
-    }
-    free(j->response);
-    j->response = postback_excerpt(x->snippet, x->snip_len);
-    if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && x->body_capped && status > 0)) {
-        const struct ep_conf *e = j->ep;
-        int ok = e->has_ok ? outcome_ok_has(&e->ok, (int)status) : status >= 200 && status < 300;
-        j->http_status = (int)status;
-        j->errc = ERRC_NONE;
-        j->error[0] = '\0';
-        if (ok && e->def.rq.success_body && !postback_body_ok(e->def.rq.success_body, x->seen.p, x->seen.len)) {
-            j->errc = ERRC_BODY_MISMATCH;
-            snprintf(j->error, sizeof j->error, "the response lacks the expected success_body");
-        } else if (!ok) {
-            x->snippet[x->snip_len] = '\0';
-            util_printable(x->snippet);
-            util_strlcpy(j->error, x->snippet, 121);
-        }
-    } else if (x->blocked) {
-        j->http_status = 0;
-        j->errc = ERRC_BLOCKED;
-        snprintf(j->error, sizeof j->error, "address refused by SSRF guard (%s range; see allow_networks)",
-                 x->block_reason ? x->block_reason : "blocked");
-    } else {
-        j->http_status = 0;
-        j->errc = outcome_errclass_from_curl((int)rc);
-        /* timeouts and refused connects: curl's detail carries elapsed
-         * times and byte counts, which would make every dead letter's
-         * error unique; the dead-letter analysis groups by this text */
-        if (j->errc == ERRC_TIMEOUT || j->errc == ERRC_CONNECT || !x->errbuf[0])
-            util_strlcpy(j->error, curl_easy_strerror(rc), sizeof j->error);
-        else
-            util_strlcpy(j->error, x->errbuf, sizeof j->error);
-        util_printable(j->error);
-    }
+    xfer_result(x, rc);
     curl_multi_remove_handle(t->multi, x->easy);
     unlink_active(t, x);
     xfer_put(t, x);

@@ -1,0 +1,64 @@
+/* xfer.h - one HTTP attempt on a reusable libcurl easy handle: the
+ * request built from a job (URL or template, body, Standard Webhooks
+ * headers and signature), the callbacks that read the answer, and the
+ * job's result filled in from it. The delivery threads (deliver.c) own
+ * the handles, the multi handle and the scheduling; an xfer is used by
+ * one thread only. No logging: bodies and signatures stay in memory. */
+#ifndef HOOKD_XFER_H
+#define HOOKD_XFER_H
+#include <curl/curl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "deliver.h"
+#include "netpolicy.h"
+#include "postback.h"
+#include "proto.h"
+#include "sign.h"
+#include "util.h"
+
+struct xfer {
+    struct xfer *next, *prev;   /* deliver.c: its active list or spare pool */
+    CURL *easy;                 /* configured once; per-job options only */
+    struct djob *job;
+    const struct netpolicy *np; /* the SSRF guard, checked at connect */
+    /* headers: three per-attempt nodes in front of the endpoint's fixed
+     * ones, so an attempt allocates nothing (curl only reads the list) */
+    struct ep_conf *hdr_ep;     /* reference: its address cannot be reused */
+    struct curl_slist *fixed_hdrs;
+    struct curl_slist dyn[3];
+    struct curl_slist *hdrs;    /* the attempt's list: dyn[0], or fixed_hdrs when unsigned */
+    char id_line[PROTO_EVENT_ID_MAX + 16];
+    char ts_line[48];
+    char sig_line[24 + SIGN_MAX_SECRETS * (SIGN_SIG_LEN + 1)];
+    /* per attempt */
+    size_t body_seen;
+    int body_capped;
+    int blocked;
+    int counted;                /* deliver.c: holds one of its host's slots (slotq) */
+    const char *block_reason;
+    char snippet[POSTBACK_EXCERPT + 1];
+    size_t snip_len;
+    struct buf seen;            /* the body, for success_body */
+    struct postback_req rq;     /* templated requests; buffers reused */
+    char retry_after[64];
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+/* A handle with everything that never changes between attempts set.
+ * NULL when out of memory. */
+struct xfer *xfer_new(const struct config *c, const struct netpolicy *np);
+/* Clear what one attempt left behind, before the next. */
+void xfer_reset(struct xfer *x);
+void xfer_destroy(struct xfer *x);
+/* Finish j in place as failed before anything was sent. */
+void xfer_fail(struct djob *j, enum errclass c, const char *msg);
+/* Set x up to send j (j->started_at set; x->job = j). -1: j failed in
+ * place (its template, its headers), nothing to send. */
+int xfer_prepare(struct xfer *x, struct djob *j);
+/* The attempt ended with rc: its status, timing, Retry-After, excerpt
+ * and verdict into x->job. */
+void xfer_result(struct xfer *x, CURLcode rc);
+
+#endif
