@@ -119,17 +119,29 @@ int sq_next_due(struct store *s, int64_t endpoint_id, int ordered, int64_t *at)
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "next due");
 }
 
+/* Attempt 1 delivered, with its request recorded: the message's own row
+ * holds the whole attempt (schema 10), and the log gets no row. */
+static int folds(const struct store_settle *r)
+{
+    return r->verdict == SETTLE_DELIVERED && r->attempts == 1 && r->sample && r->method;
+}
+
 static int settle_row(struct sq_store *q, struct store_settle *r)
 {
     sqlite3_stmt *st;
 
     switch (r->verdict) {
     case SETTLE_DELIVERED:
-        st = sq_stmt(q, SQ_DELIVERED);
+        st = sq_stmt(q, folds(r) ? SQ_DELIVERED_FIRST : SQ_DELIVERED);
         sqlite3_bind_int(st, 2, r->attempts);
         sqlite3_bind_int(st, 3, r->status_code);
         sqlite3_bind_int64(st, 4, r->response_ms);
         sqlite3_bind_int64(st, 5, r->at);
+        if (folds(r)) {
+            sqlite3_bind_text(st, 6, r->method, -1, SQLITE_STATIC);
+            sq_bind_text_or_null(st, 7, r->url);
+            sq_bind_text_or_null(st, 8, r->response);
+        }
         break;
     case SETTLE_RETRY:
         st = sq_stmt(q, SQ_FAILED);
@@ -166,6 +178,8 @@ static int attempt_rows(struct sq_store *q, const struct store_settle *r)
 {
     sqlite3_stmt *st = sq_stmt(q, SQ_ATTEMPT);
 
+    if (folds(r))
+        goto sample;
     sqlite3_bind_int64(st, 1, r->id);
     sqlite3_bind_int(st, 2, r->attempts);
     sqlite3_bind_int64(st, 3, r->endpoint_id);
@@ -182,6 +196,7 @@ static int attempt_rows(struct sq_store *q, const struct store_settle *r)
     sq_bind_text_or_null(st, 11, r->response);
     if (sq_exec_stmt(q, st, "attempt") < 0)
         return -1;
+sample:
     if (!r->sample || r->ring_slot < 0)
         return 0;
     st = sq_stmt(q, SQ_SAMPLE);
@@ -249,14 +264,29 @@ static int admin_exec(struct sq_store *q, const char *sql, const struct store_fi
 int sq_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n)
 {
     struct sq_store *q = (struct sq_store *)s;
-    char in[96], sql[512];
+    char in[96], sql[1024];
+    int64_t moved;
 
     *n = 0;
     if (status_list(f->statuses, in, sizeof in) < 0)
         return 0;
+    /* a first attempt kept in the row goes to the log first: the row's
+     * fields it lived in start over */
+    snprintf(sql, sizeof sql,
+             "INSERT INTO attempt_rows (message_id, attempt, endpoint_id, at, response_ms, status_code, "
+             "method, url, response) SELECT id, 1, endpoint_id, delivered_at, last_response_ms, last_status_code, "
+             "first_method, first_url, first_response FROM webhook_queue WHERE first_method IS NOT NULL "
+             "AND status IN (%s) AND (?1 = 0 OR id = ?1) AND (?2 = 0 OR endpoint_id = ?2) AND created_at >= ?3 "
+             "AND ?4 = ?4 ON CONFLICT (message_id, attempt) DO UPDATE SET at = excluded.at, "
+             "response_ms = excluded.response_ms, status_code = excluded.status_code, error_class = NULL, "
+             "detail = NULL, method = excluded.method, url = excluded.url, response = excluded.response",
+             in);
+    if (admin_exec(q, sql, f, now, &moved, "requeue") < 0)
+        return -1;
     snprintf(sql, sizeof sql,
              "UPDATE webhook_queue SET status = 'pending', attempt_count = 0, next_attempt_at = ?4, "
-             "last_error = NULL, last_error_class = NULL "
+             "last_error = NULL, last_error_class = NULL, first_method = NULL, first_url = NULL, "
+             "first_response = NULL "
              "WHERE status IN (%s) AND (?1 = 0 OR id = ?1) AND (?2 = 0 OR endpoint_id = ?2) AND created_at >= ?3",
              in);
     return admin_exec(q, sql, f, now, n, "requeue");

@@ -60,6 +60,13 @@ const char *const sq_sql[SQ__COUNT] = {
         "UPDATE webhook_queue SET status = 'delivered', delivered_at = ?5, attempt_count = ?2, "
         "last_status_code = ?3, last_response_ms = ?4, last_error = NULL, last_error_class = NULL "
         "WHERE id = ?1 AND status = 'in_flight'",
+    /* a first attempt that delivers stays in its row (schema 10): the
+     * attempt log, keyed by message id, would cost a page of its own */
+    [SQ_DELIVERED_FIRST] =
+        "UPDATE webhook_queue SET status = 'delivered', delivered_at = ?5, attempt_count = ?2, "
+        "last_status_code = ?3, last_response_ms = ?4, last_error = NULL, last_error_class = NULL, "
+        "first_method = ?6, first_url = ?7, first_response = ?8 "
+        "WHERE id = ?1 AND status = 'in_flight'",
     [SQ_FAILED] =
         "UPDATE webhook_queue SET status = 'failed', attempt_count = ?2, next_attempt_at = ?3, "
         "last_error = ?4, last_status_code = ?5, last_response_ms = ?6, last_error_class = ?7 "
@@ -72,7 +79,7 @@ const char *const sq_sql[SQ__COUNT] = {
         "UPDATE webhook_queue SET status = CASE WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, "
         "next_attempt_at = ?2 WHERE id = ?1 AND status = 'in_flight'",
     [SQ_ATTEMPT] =
-        "INSERT INTO delivery_attempts (message_id, attempt, endpoint_id, at, response_ms, status_code, "
+        "INSERT INTO attempt_rows (message_id, attempt, endpoint_id, at, response_ms, status_code, "
         "error_class, detail, method, url, response) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
         "ON CONFLICT (message_id, attempt) DO UPDATE SET at = excluded.at, response_ms = excluded.response_ms, "
         "status_code = excluded.status_code, error_class = excluded.error_class, detail = excluded.detail, "

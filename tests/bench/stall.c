@@ -8,7 +8,7 @@
  *       [latency] samples) spread evenly over the last SPAN_S seconds,
  *       endpoints interleaved in time order as real traffic would write
  *       them, and the ring's next slot in endpoint_health. OLD_ROWS
- *       delivered messages 8 days old (one attempt row each), round robin
+ *       delivered messages 8 days old (at their first attempt), round robin
  *       over the endpoints: retention's backlog. One transaction.
  *   stall count DB WINDOW_S
  *       Print rows=N old=M (latency samples older than WINDOW_S seconds)
@@ -164,15 +164,13 @@ static int run_gen(const char *path, long per_ep, long span_s, long old_rows)
     }
     sqlite3_finalize(st);
     if (old_rows > 0) {
-        sqlite3_stmt *at;
+        /* delivered at their first attempt, as hookd keeps them since
+         * schema 10: the attempt in the row, no log row */
         int64_t t = now - 8 * 86400000LL;
         sqlok(db, sqlite3_prepare_v2(db, "INSERT INTO webhook_queue (endpoint_id, event_id, payload, status, "
                                          "attempt_count, created_at, next_attempt_at, delivered_at, last_status_code, "
-                                         "last_response_ms) VALUES (?1, ?2, '{\"old\":true,\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}', "
-                                         "'delivered', 1, ?3, ?3, ?3, 204, 1)", -1, &st, NULL), "old insert");
-        sqlok(db, sqlite3_prepare_v2(db, "INSERT INTO delivery_attempts (message_id, attempt, endpoint_id, at, "
-                                         "response_ms, status_code) VALUES (last_insert_rowid(), 1, ?1, ?2, 1, 204)",
-                                     -1, &at, NULL), "old attempt");
+                                         "last_response_ms, first_method, first_url) VALUES (?1, ?2, '{\"old\":true,\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}', "
+                                         "'delivered', 1, ?3, ?3, ?3, 204, 1, 'POST', 'http://127.0.0.1/hook')", -1, &st, NULL), "old insert");
         for (i = 0; i < old_rows; i++) {
             char ev[48];
             snprintf(ev, sizeof ev, "old-%lld", i);
@@ -182,14 +180,8 @@ static int run_gen(const char *path, long per_ep, long span_s, long old_rows)
             if (sqlite3_step(st) != SQLITE_DONE)
                 sqlok(db, SQLITE_ERROR, "old step");
             sqlite3_reset(st);
-            sqlite3_bind_int64(at, 1, ids[i % (long long)n]);
-            sqlite3_bind_int64(at, 2, t + i / 1000);
-            if (sqlite3_step(at) != SQLITE_DONE)
-                sqlok(db, SQLITE_ERROR, "old attempt step");
-            sqlite3_reset(at);
         }
         sqlite3_finalize(st);
-        sqlite3_finalize(at);
     }
     sqlok(db, sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), "commit");
     sqlok(db, sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL), "wal");

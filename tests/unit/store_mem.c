@@ -537,6 +537,7 @@ static int m_settle(struct store *s, struct store_settle *v, size_t n)
         struct store_settle *r = &v[i];
         struct mem_msg *m = msg_by_id(st, r->id);
         struct mem_attempt *a;
+        size_t k;
         r->applied = m && m->status == MSG_IN_FLIGHT;
         if (!r->applied)
             continue;
@@ -566,8 +567,21 @@ static int m_settle(struct store *s, struct store_settle *v, size_t n)
         m->attempt_count = r->attempts;
         m->last_status_code = r->status_code;
         m->last_response_ms = r->response_ms;
-        st->att = grow(st->att, st->natt, sizeof *st->att);
-        a = &st->att[st->natt++];
+        /* an attempt number made again (after a requeue) replaces its
+         * entry, as the real backends' upsert does */
+        for (a = NULL, k = 0; k < st->natt && !a; k++)
+            if (st->att[k].message_id == r->id && st->att[k].attempt == r->attempts)
+                a = &st->att[k];
+        if (a) {
+            free(a->error_class);
+            free(a->detail);
+            free(a->method);
+            free(a->url);
+            free(a->response);
+        } else {
+            st->att = grow(st->att, st->natt, sizeof *st->att);
+            a = &st->att[st->natt++];
+        }
         a->endpoint_id = r->endpoint_id;
         a->message_id = r->id;
         a->attempt = r->attempts;
@@ -581,7 +595,6 @@ static int m_settle(struct store *s, struct store_settle *v, size_t n)
         a->response = dup_or_null(r->response);
         if (r->sample && r->ring_slot >= 0) {
             struct mem_sample *x = NULL;
-            size_t k;
             for (k = 0; k < st->nring && !x; k++)
                 if (st->ring[k].endpoint_id == r->endpoint_id && st->ring[k].slot == r->ring_slot)
                     x = &st->ring[k];

@@ -189,28 +189,41 @@ static int ephemerals(sqlite3 *db, const char *sql)
     return n;
 }
 
+/* A database left by an older hookd: the schema up to version v, then
+ * sql (its rows); closed again. */
+static void db_at_version(int v, const char *sql)
+{
+    char sub[96], pragma[48];
+    sqlite3 *db;
+    int i;
+
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    assert_int_equal(mkdir(sub, 0750), 0);
+    assert_int_equal(sqlite3_open(cfg.db_path, &db), SQLITE_OK);
+    for (i = 0; i < v; i++)
+        assert_int_equal(db_exec(db, schema_sql[i]), 0);
+    snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", v);
+    assert_int_equal(db_exec(db, pragma), 0);
+    assert_int_equal(db_exec(db, sql), 0);
+    sqlite3_close(db);
+}
+
 static void test_v4_to_v5_keeps_rows_counter_and_checks(void **st)
 {
     static const char ins[] = "INSERT INTO webhook_queue (endpoint_id, event_id, payload, created_at, next_attempt_at) "
                               "VALUES (1, 'e4', '{}', 1, 1)";
-    char sub[96], err[512];
+    char err[512];
     sqlite3 *db;
-    int i;
 
     (void)st;
-    snprintf(sub, sizeof sub, "%s/sub", dir);
-    assert_int_equal(mkdir(sub, 0750), 0);
+    db_at_version(4,
+                  "INSERT INTO webhook_queue (endpoint_id, event_id, payload, status, created_at, "
+                  "next_attempt_at) VALUES (1, 'e1', '{\"a\":1}', 'delivered', 1, 1), "
+                  "(1, 'e2', '{}', 'failed', 1, 1), (1, 'e3', '{}', 'pending', 1, 1);"
+                  "DELETE FROM webhook_queue WHERE id = 3;"
+                  "INSERT INTO endpoint_health (endpoint_id, endpoint_url, state, ring_next) "
+                  "VALUES (1, 'http://x/', 'open', 7)");
     assert_int_equal(sqlite3_open(cfg.db_path, &db), SQLITE_OK);
-    for (i = 0; i < 4; i++)
-        assert_int_equal(db_exec(db, schema_sql[i]), 0);
-    assert_int_equal(db_exec(db, "PRAGMA user_version = 4;"
-                                 "INSERT INTO webhook_queue (endpoint_id, event_id, payload, status, created_at, "
-                                 "next_attempt_at) VALUES (1, 'e1', '{\"a\":1}', 'delivered', 1, 1), "
-                                 "(1, 'e2', '{}', 'failed', 1, 1), (1, 'e3', '{}', 'pending', 1, 1);"
-                                 "DELETE FROM webhook_queue WHERE id = 3;"
-                                 "INSERT INTO endpoint_health (endpoint_id, endpoint_url, state, ring_next) "
-                                 "VALUES (1, 'http://x/', 'open', 7)"),
-                     0);
     assert_true(ephemerals(db, ins) > 0);   /* what version 5 is for */
     sqlite3_close(db);
 
@@ -244,6 +257,45 @@ static void test_v4_to_v5_keeps_rows_counter_and_checks(void **st)
     db_close(db);
 }
 
+/* Version 10 renames the attempt log and puts a view of its old name
+ * over it and the first attempts kept in the rows: a version-9 log reads
+ * as before, and the trigger follows the rename. */
+static void test_v9_to_v10_keeps_the_attempt_log(void **st)
+{
+    char err[512];
+    sqlite3 *db;
+
+    (void)st;
+    db_at_version(9,
+                  "INSERT INTO webhook_queue (endpoint_id, event_id, payload, status, attempt_count, "
+                  "created_at, next_attempt_at, delivered_at, last_status_code) VALUES "
+                  "(1, 'e1', '{}', 'delivered', 1, 1, 1, 5, 200), "
+                  "(1, 'e2', '{}', 'delivered', 2, 1, 1, 9, 204);"
+                  "INSERT INTO delivery_attempts (message_id, attempt, endpoint_id, at, status_code, "
+                  "method, url) VALUES (1, 1, 1, 5, 200, 'POST', 'http://x/'), "
+                  "(2, 1, 1, 6, 503, 'POST', 'http://x/'), (2, 2, 1, 9, 204, 'POST', 'http://x/')");
+
+    assert_int_equal(db_open_writer(&cfg, &db, err, sizeof err), 0);
+    assert_int_equal(version_of(db), db_schema_version());
+    assert_int_equal(one_int(db, "SELECT count(*) FROM attempt_rows"), 3);
+    assert_int_equal(one_int(db, "SELECT count(*) FROM delivery_attempts"), 3);
+    assert_int_equal(one_int(db, "SELECT status_code FROM delivery_attempts WHERE message_id = 2 AND attempt = 1"),
+                     503);
+    /* a row delivered at its first attempt since: one attempt, from the row */
+    assert_int_equal(db_exec(db, "INSERT INTO webhook_queue (endpoint_id, event_id, payload, status, attempt_count, "
+                                 "created_at, next_attempt_at, delivered_at, last_status_code, last_response_ms, "
+                                 "first_method, first_url) VALUES (1, 'e3', '{}', 'delivered', 1, 1, 1, 12, 202, 3, "
+                                 "'GET', 'http://x/pb')"), 0);
+    assert_int_equal(one_int(db, "SELECT count(*) FROM delivery_attempts WHERE message_id = 3"), 1);
+    assert_int_equal(one_int(db, "SELECT at * 1000 + status_code FROM delivery_attempts WHERE message_id = 3"),
+                     12202);
+    /* deleting messages still takes their log with them */
+    assert_int_equal(db_exec(db, "DELETE FROM webhook_queue WHERE id = 2"), 0);
+    assert_int_equal(one_int(db, "SELECT count(*) FROM attempt_rows"), 1);
+    assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'"), 1);
+    db_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -251,6 +303,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_newer_schema_refused_untouched, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign_or_garbage_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v4_to_v5_keeps_rows_counter_and_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v9_to_v10_keeps_the_attempt_log, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -479,6 +480,100 @@ static void attempt_log_keeps_request_and_response(void **state)
     assert_string_equal(g.a_url[0], "https://t.example/pb?c=1&token=***");
     assert_string_equal(g.a_resp[0], "success=false;\\n");
     assert_string_equal(g.cls, "body_mismatch");
+}
+
+/* Rows in SQLite's attempt log itself (schema 10 keeps a delivering first
+ * attempt in the message's row); -1 for the other backends. */
+static int sqlite_log_rows(struct fx *f)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    int n = -1;
+
+    if (!f->sqlite)
+        return -1;
+    OK(sqlite3_open_v2(f->cfg.db_path, &db, SQLITE_OPEN_READONLY, NULL));
+    OK(sqlite3_prepare_v2(db, "SELECT count(*) FROM attempt_rows", -1, &st, NULL));
+    if (sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+static int settle_sent(struct fx *f, int64_t id, int64_t ep, enum store_verdict v, int attempts, int64_t at,
+                       int status, const char *url, const char *response)
+{
+    struct store_settle s = {.id = id, .endpoint_id = ep, .verdict = v, .attempts = attempts,
+                             .next_attempt_at = at + 1000, .at = at, .status_code = status, .response_ms = 7,
+                             .sample = 1, .ring_slot = id, .method = "POST", .url = url, .response = response,
+                             .applied = -1};
+
+    if (v != SETTLE_DELIVERED) {
+        s.error_class = "http_503";
+        s.error = "HTTP 503";
+    }
+    begin(f);
+    OK(f->w->ops->settle(f->w, &s, 1));
+    commit(f);
+    return s.applied;
+}
+
+/* However a backend stores a first attempt that delivered, it reads back
+ * as the log's entry 1, and a requeue keeps it until attempt 1 is made
+ * again, which replaces it. */
+static void a_delivering_first_attempt_reads_as_logged(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), m1 = enqueue_at(f, a, "m1", T0, NULL),
+            m2 = enqueue_at(f, a, "m2", T0, NULL), n;
+    struct store_filter one = {m1, 0, 0, MSG_BIT(MSG_DELIVERED)};
+    struct got g;
+
+    assert_int_equal(claim(f, a, T0, 10).n, 2);
+    assert_true(settle_sent(f, m1, a, SETTLE_DELIVERED, 1, T0 + 5, 200, "https://h.example/v1", "ok"));
+    assert_true(settle_sent(f, m2, a, SETTLE_RETRY, 1, T0 + 6, 503, "https://h.example/v1", NULL));
+    if (f->sqlite)
+        assert_int_equal(sqlite_log_rows(f), 1);   /* m2's failure only */
+    g = get(f, m1);
+    assert_string_equal(g.status, "delivered");
+    assert_int_equal(g.na, 1);
+    assert_int_equal(g.a[0].at, T0 + 5);
+    assert_int_equal(g.a[0].status_code, 200);
+    assert_int_equal(g.a[0].response_ms, 7);
+    assert_string_equal(g.a_method[0], "POST");
+    assert_string_equal(g.a_url[0], "https://h.example/v1");
+    assert_string_equal(g.a_resp[0], "ok");
+
+    /* a second attempt that delivers is logged beside the first */
+    assert_int_equal(claim(f, a, T0 + 1006, 10).n, 1);
+    assert_true(settle_sent(f, m2, a, SETTLE_DELIVERED, 2, T0 + 1010, 204, "https://h.example/v1", NULL));
+    g = get(f, m2);
+    assert_int_equal(g.na, 2);
+    assert_int_equal(g.a[0].status_code, 503);
+    assert_int_equal(g.a[1].status_code, 204);
+    assert_int_equal(g.a[1].at, T0 + 1010);
+    assert_string_equal(g.a_resp[1], "(null)");
+
+    /* requeued: the delivery stays in the log, then the new attempt 1
+     * replaces it */
+    begin(f);
+    OK(f->w->ops->requeue(f->w, &one, T0 + 2000, &n));
+    commit(f);
+    assert_int_equal(n, 1);
+    g = get(f, m1);
+    assert_string_equal(g.status, "pending");
+    assert_int_equal(g.na, 1);
+    assert_int_equal(g.a[0].at, T0 + 5);
+    assert_string_equal(g.a_url[0], "https://h.example/v1");
+    assert_int_equal(claim(f, a, T0 + 2000, 10).n, 1);
+    assert_true(settle_sent(f, m1, a, SETTLE_DELIVERED, 1, T0 + 2005, 202, "https://h.example/v2", "again"));
+    g = get(f, m1);
+    assert_int_equal(g.na, 1);
+    assert_int_equal(g.a[0].at, T0 + 2005);
+    assert_int_equal(g.a[0].status_code, 202);
+    assert_string_equal(g.a_url[0], "https://h.example/v2");
+    assert_string_equal(g.a_resp[0], "again");
 }
 
 static void settle_changes_only_rows_in_flight(void **state)
@@ -1403,6 +1498,7 @@ static void shared_breaker_blocks_every_node(void **state)
         cmocka_unit_test_setup_teardown(claim_keeps_each_key_in_order, setup, teardown),       \
         cmocka_unit_test_setup_teardown(claim_many_takes_what_claim_would, setup, teardown),   \
         cmocka_unit_test_setup_teardown(attempt_log_keeps_request_and_response, setup, teardown), \
+        cmocka_unit_test_setup_teardown(a_delivering_first_attempt_reads_as_logged, setup, teardown), \
         cmocka_unit_test_setup_teardown(settle_changes_only_rows_in_flight, setup, teardown),  \
         cmocka_unit_test_setup_teardown(release_returns_untried_rows, setup, teardown),        \
         cmocka_unit_test_setup_teardown(recover_returns_in_flight_rows, setup, teardown),      \
