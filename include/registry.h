@@ -124,6 +124,15 @@ void registry_load_health(struct registry *r, const struct store_health *h);
  * health_lock): the cluster's breaker state, the ring's next slot, the
  * paused flag. The endpoint may be judged and saved this round. */
 void registry_sync_health(struct registry *r, const struct store_health *h);
+
+/* Requests to e that may be running now: in_flight less the jobs claimed
+ * ahead, which wait for one of these to end (dispatch.h). What the
+ * adaptive limit counts and bounds. */
+static inline int registry_requests(const struct endpoint *e)
+{
+    return e->in_flight - e->ahead;
+}
+
 /* Shared: may this round judge or save e's breaker? (Always when not
  * shared.) */
 static inline int registry_health_ok(const struct registry *r, const struct endpoint *e)

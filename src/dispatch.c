@@ -69,13 +69,6 @@ static int claim_row(void *arg, const struct store_claimed *row)
     return 0;
 }
 
-/* Requests to e that may start now, by the writer's count: the ones
- * claimed ahead wait for one of these to end. */
-static int active_of(const struct endpoint *e)
-{
-    return e->in_flight - e->ahead;
-}
-
 /* How many jobs may be claimed ahead for e when `room` more requests to
  * it are being claimed. Only where no request needs the writer's
  * judgement before the next one leaves: no probe (the breaker must be
@@ -86,7 +79,7 @@ static int active_of(const struct endpoint *e)
  * the cap stays for other endpoints' requests. */
 static int64_t ahead_room(const struct registry *r, const struct endpoint *e, int64_t room)
 {
-    int64_t ahead = active_of(e) + room - e->ahead, total = r->c->max_in_flight_total / 2 - r->in_flight - room;
+    int64_t ahead = registry_requests(e) + room - e->ahead, total = r->c->max_in_flight_total / 2 - r->in_flight - room;
 
     if (!r->c->claim_ahead || r->shared || e->br.state != BREAKER_CLOSED || e->br.consecutive_failures > 0 ||
         e->rate.n > 0 || e->conf->order_tpl.nmacros > 0)
@@ -101,7 +94,7 @@ int dispatch_admit_one(struct registry *r, struct endpoint *e, int64_t now, int6
     /* shared: another node may have opened the breaker; the round's claim
      * asks the database, a row stored in flight here would not */
     if (r->shared || e->paused || e->next_due <= now || e->hold_until > now || e->br.state != BREAKER_CLOSED ||
-        limiter_room(&e->lim, active_of(e)) == 0 || r->in_flight >= r->c->max_in_flight_total)
+        limiter_room(&e->lim, registry_requests(e)) == 0 || r->in_flight >= r->c->max_in_flight_total)
         return 0;
     registry_touch(r, e);
     if (e->rate.n > 0 && !tlimit_take(&e->rate, now_mono))
@@ -129,7 +122,7 @@ static int64_t admit(struct registry *r, struct endpoint *e, int64_t now, int64_
 {
     struct breaker_transition t;
     enum breaker_admit adm;
-    int64_t retry_at, limit, tokens = 0;
+    int64_t retry_at, limit, room, tokens = 0;
 
     *probe = 0;
     *active = 0;
@@ -144,8 +137,8 @@ static int64_t admit(struct registry *r, struct endpoint *e, int64_t now, int64_
     if (!registry_health_ok(r, e) &&
         (e->stale || e->br.state != BREAKER_CLOSED || e->br.consecutive_failures > 0))
         return 0;
-    limit = limiter_room(&e->lim, active_of(e));
-    limit += ahead_room(r, e, limit);
+    room = limiter_room(&e->lim, registry_requests(e));
+    limit = room + ahead_room(r, e, room);
     if (limit <= 0)
         return 0;
     if (limit > budget)
@@ -172,9 +165,7 @@ static int64_t admit(struct registry *r, struct endpoint *e, int64_t now, int64_
         breaker_probe_abandoned(&e->br);
         *probe = 0;
     }
-    *active = limiter_room(&e->lim, active_of(e));
-    if (*active > limit)
-        *active = limit;
+    *active = room < limit ? room : limit;
     return limit;
 }
 
@@ -327,7 +318,7 @@ int64_t dispatch_next_wake(const struct registry *r, int64_t now, int64_t now_mo
         int64_t t;
         if (e->paused || e->next_due == INT64_MAX)
             continue;
-        if (limiter_room(&e->lim, active_of(e)) == 0 && ahead_room(r, e, 0) == 0)
+        if (limiter_room(&e->lim, registry_requests(e)) == 0 && ahead_room(r, e, 0) == 0)
             continue;  /* a result will wake us */
         if (e->br.state == BREAKER_HALF_OPEN && e->br.probe_in_flight)
             continue;  /* so will the probe's */

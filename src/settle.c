@@ -217,7 +217,7 @@ int settle_results(struct registry *r, struct store *st, struct djob *list, int6
             j->errc == ERRC_TEMPLATE_MISSING)   /* never sent: says nothing of load */
             continue;
         registry_touch(r, e);
-        limiter_record(&e->lim, limiter_signal_of(j->http_status, j->errc), j->response_ms, e->in_flight - e->ahead,
+        limiter_record(&e->lim, limiter_signal_of(j->http_status, j->errc), j->response_ms, registry_requests(e),
                        now);
     }
     for (j = list, i = 0; j; j = j->next, i++) {
