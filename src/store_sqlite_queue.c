@@ -172,14 +172,11 @@ static int settle_row(struct sq_store *q, struct store_settle *r)
     return 0;
 }
 
-/* The attempt in the message's log, and when the request reached the
- * endpoint a sample in its latency ring. */
-static int attempt_rows(struct sq_store *q, const struct store_settle *r)
+/* The attempt as a row of the message's log. */
+static int log_attempt(struct sq_store *q, const struct store_settle *r)
 {
     sqlite3_stmt *st = sq_stmt(q, SQ_ATTEMPT);
 
-    if (folds(r))
-        goto sample;
     sqlite3_bind_int64(st, 1, r->id);
     sqlite3_bind_int(st, 2, r->attempts);
     sqlite3_bind_int64(st, 3, r->endpoint_id);
@@ -194,9 +191,17 @@ static int attempt_rows(struct sq_store *q, const struct store_settle *r)
     sq_bind_text_or_null(st, 9, r->method);
     sq_bind_text_or_null(st, 10, r->url);
     sq_bind_text_or_null(st, 11, r->response);
-    if (sq_exec_stmt(q, st, "attempt") < 0)
+    return sq_exec_stmt(q, st, "attempt");
+}
+
+/* The attempt in the message's log unless its row holds it, and when
+ * the request reached the endpoint a sample in its latency ring. */
+static int attempt_rows(struct sq_store *q, const struct store_settle *r)
+{
+    sqlite3_stmt *st;
+
+    if (!folds(r) && log_attempt(q, r) < 0)
         return -1;
-sample:
     if (!r->sample || r->ring_slot < 0)
         return 0;
     st = sq_stmt(q, SQ_SAMPLE);
