@@ -7,8 +7,8 @@
 # BINARY defaults to $HOOKD_PKG_BIN or build/static/hookd.stripped (made by
 # `make static`); HOOKD_PKG_CONF (default conf/hookd.ini) is the config source.
 # The system config is derived from conf/hookd.ini (the one settings list):
-# only [storage] path and [server] socket are rewritten, and the build fails
-# if either key is not found.
+# only [storage] path, [server] socket and [server] group (hookd-clients) are
+# rewritten, and the build fails if any key is not found.
 set -eu
 
 flavor=$1 dest=$2
@@ -48,13 +48,18 @@ system_ini() { # src dst
         die "conf/hookd.ini: [storage] path = ... not found exactly once"
     ini_get "$1" server socket >/dev/null ||
         die "conf/hookd.ini: [server] socket = ... not found exactly once"
+    ini_get "$1" server group >/dev/null ||
+        die "conf/hookd.ini: [server] group = ... not found exactly once"
     sed -e '/^[[:space:]]*\[storage\]/,/^[[:space:]]*\[/ s|^\([[:space:]]*\)path\([[:space:]]*\)=.*|\1path\2= /var/lib/hookd/hookd.db|' \
         -e '/^[[:space:]]*\[server\]/,/^[[:space:]]*\[/ s|^\([[:space:]]*\)socket\([[:space:]]*\)=.*|\1socket\2= /run/hookd/hookd.sock|' \
+        -e '/^[[:space:]]*\[server\]/,/^[[:space:]]*\[/ s|^\([[:space:]]*\)group\([[:space:]]*\)=.*|\1group\2= hookd-clients|' \
         "$1" >"$2"
     [ "$(ini_get "$2" storage path)" = /var/lib/hookd/hookd.db ] ||
         die "rewriting [storage] path failed"
     [ "$(ini_get "$2" server socket)" = /run/hookd/hookd.sock ] ||
         die "rewriting [server] socket failed"
+    [ "$(ini_get "$2" server group)" = hookd-clients ] ||
+        die "rewriting [server] group failed"
 }
 
 manpage() { # src dst.gz

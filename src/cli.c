@@ -73,6 +73,7 @@ static void cmd_help(const struct cmd *c)
     printf("\n%s%s\n", c->help, c->admin ? " (admin)" : "");
     if (c->needs_socket)
         printf("\n  -c FILE          read the socket path from FILE's [server] socket\n"
+               "                   (default: " FALLBACK_SOCKET ", no file read)\n"
                "  -s, --socket P   control socket (overrides HOOKD_SOCKET and -c)\n"
                "  --json           print the daemon's JSON reply\n"
                "  --timeout DUR    how long to wait for the reply (default 30s)\n");
@@ -590,6 +591,7 @@ static void usage(FILE *out)
     fprintf(out,
             "\nclient options: -c FILE, -s/--socket PATH, --json, --timeout DUR\n"
             "environment: HOOKD_CONFIG (default %s), HOOKD_SOCKET\n"
+            "client commands connect to HOOKD_SOCKET, -c's socket or " FALLBACK_SOCKET "\n"
             "exit status: 0 ok, 1 the daemon refused, 2 usage or configuration error,\n"
             "             3 daemon unreachable\n"
             "`hookd COMMAND --help` shows a command's options.\n",

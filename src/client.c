@@ -177,7 +177,7 @@ int client_load_config(struct config *cfg, const char *path)
 
 int client_resolve_socket(const struct args *a, char *out, size_t n)
 {
-    const char *env = getenv("HOOKD_SOCKET"), *path = a->val[O_CONFIG];
+    const char *env = getenv("HOOKD_SOCKET"), *path = a->val[O_CONFIG], *cenv = getenv("HOOKD_CONFIG");
     struct config cfg;
 
     if (a->val[O_SOCKET]) {
@@ -188,12 +188,19 @@ int client_resolve_socket(const struct args *a, char *out, size_t n)
         util_strlcpy(out, env, n);
         return 0;
     }
+    /* The system config holds secrets and is the daemon's alone: a client
+     * reads a config only when told to (-c, HOOKD_CONFIG), otherwise it
+     * uses the packaged socket path. */
+    if (!path && cenv && *cenv)
+        path = cenv;
     if (!path) {
-        path = client_default_config();
-        if (access(path, R_OK) != 0) {
-            util_strlcpy(out, FALLBACK_SOCKET, n);
-            return 0;
-        }
+        util_strlcpy(out, FALLBACK_SOCKET, n);
+        return 0;
+    }
+    if (access(path, R_OK) != 0) {
+        fprintf(stderr, "hookd: %s: cannot open: %s (client commands need no config: without -c they use %s; "
+                        "or -s PATH, HOOKD_SOCKET)\n", path, strerror(errno), FALLBACK_SOCKET);
+        return -1;
     }
     if (client_load_config(&cfg, path) < 0)
         return -1;
@@ -201,8 +208,6 @@ int client_resolve_socket(const struct args *a, char *out, size_t n)
     config_free(&cfg);
     return 0;
 }
-
-
 
 int client_daemon_answers(const struct config *cfg)
 {

@@ -9,6 +9,7 @@
 #include "tpl.h"
 #include "util.h"
 
+#include <errno.h>
 #include <grp.h>
 #include <ini.h>
 #include <pwd.h>
@@ -314,18 +315,19 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
 {
     struct load_ctx x = {c, path, err, errlen, 0, NULL, NULL, 0, {0}, 0, NULL, 0, {0}, 0};
     struct netpolicy np;
-    int rc;
+    int rc, open_errno;
     size_t i;
 
     free(c->file);
     c->file = strdup(path);
     rc = check_line_lengths(&x, err, errlen) < 0 ? -3 : ini_parse(path, config_ini_line, &x);
+    open_errno = errno;   /* ini_parse's failed fopen, before free() */
     free(x.indented);
     buf_free(&x.joined);
     if (rc == -3)
         goto fail;
     if (rc == -1) {
-        snprintf(err, errlen, "%s: cannot open", path);
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(open_errno));
         goto fail;
     }
     if (rc == -2) {

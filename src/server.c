@@ -612,7 +612,6 @@ int server_run(struct config *c, const char *config_path)
     S.lfd = S.efd = S.sfd = S.ep = -1;
     S.lim.max_payload = (size_t)c->max_payload;
     pthread_mutex_init(&S.mu, NULL);
-    umask(007);
     signal(SIGPIPE, SIG_IGN);
     {
         /* every client and every delivery connection is a descriptor:
