@@ -33,6 +33,7 @@ LIB_SRCS := \
 	src/percentile.c \
 	src/retry_after.c \
 	src/sign.c \
+	src/seal.c \
 	src/netpolicy.c \
 	src/jpath.c \
 	src/tpl.c \

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 /* mkdir -p for the socket's directory: its parents 0755 (./var/run in a
- * source tree), the directory itself 0750. */
+ * source tree), the directory itself 0750 (chmod: hookd's umask is 077). */
 static int make_dir(char *dir, char *err, size_t errlen)
 {
     char *p;
@@ -24,14 +24,21 @@ static int make_dir(char *dir, char *err, size_t errlen)
         if (*p != '/')
             continue;
         *p = '\0';
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+        if (mkdir(dir, 0755) == 0) {
+            chmod(dir, 0755);
+        } else if (errno != EEXIST) {
             snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
             *p = '/';
             return -1;
         }
         *p = '/';
     }
-    if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
+    if (mkdir(dir, 0750) == 0) {
+        if (chmod(dir, 0750) < 0) {
+            snprintf(err, errlen, "cannot set the mode of %s: %s", dir, strerror(errno));
+            return -1;
+        }
+    } else if (errno != EEXIST) {
         snprintf(err, errlen, "cannot create socket directory %s: %s%s", dir, strerror(errno),
                  errno == EACCES ? " (create it as root, owned by hookd's user: see \"Running without systemd\" "
                                    "in hookd(8))" : "");
