@@ -23,6 +23,7 @@ struct config {
     /* [storage] */
     int backend;          /* enum cfg_backend */
     char *db_path;
+    char *key_file;       /* "" : secret.key beside db_path (seal.h) */
     int synchronous;
     int check_at_start;   /* enum cfg_check */
     int64_t full_check_max;

@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "seal.h"
 
 enum store_role { STORE_WRITER = 0, STORE_READER };
 
@@ -56,6 +57,10 @@ struct store {
     const struct store_ops *ops;
     enum store_errc errc;
     char errmsg[256];
+    /* seals endpoint secrets and header values (store_open loads it from
+     * [storage] key_file; unset in a reader without the key, which then
+     * cannot load sealed endpoints) */
+    struct seal_key seal;
 };
 
 /* ---- records ---- */

@@ -39,6 +39,7 @@ static const char *const backend_names[] = {"sqlite", "postgres", NULL};
 static const struct cfg_def cfg_table[] = {
     {"storage", "backend", T_ENUM, C(backend), 0, 1, "sqlite", "sqlite (the file below) or postgres ([postgres] conninfo)", backend_names},
     {"storage", "path", T_STR, C(db_path), 0, 0, "./var/hookd.db", "database file (WAL mode)", NULL},
+    {"storage", "key_file", T_STR, C(key_file), 0, 0, "", "key sealing endpoint secrets in the database, hookd's alone, made at first start (empty: secret.key beside path)", NULL},
     {"storage", "synchronous", T_ENUM, C(synchronous), 0, 3, "full", "off|normal|full|extra; full survives power loss", sync_names},
     {"storage", "check_at_start", T_ENUM, C(check_at_start), 0, 3, "auto", "off|quick|full|auto: check before serving (auto: full up to full_check_max)", check_names},
     {"storage", "full_check_max", T_SIZE, C(full_check_max), 0, INT64_MAX, "512MiB", "auto: largest database that gets the full integrity_check", NULL},

@@ -5,17 +5,40 @@
 
 #include <stdio.h>
 
+/* The writer makes the key when it is missing and cannot go on without
+ * it; a reader does without (only exporting needs it), remembering why. */
+static int open_key(const struct config *c, enum store_role role, struct store *s, char *err, size_t errlen)
+{
+    char path[4096], why[512];
+
+    seal_key_path(c->key_file, c->db_path, path, sizeof path);
+    if (seal_key_load(&s->seal, path, role == STORE_WRITER, why, sizeof why) == 0 || role != STORE_WRITER)
+        return 0;
+    snprintf(err, errlen, "%s", why);
+    s->ops->close(s);
+    return -1;
+}
+
 int store_open(const struct config *c, enum store_role role, struct store **out, char *err, size_t errlen)
 {
-    if (c->backend != CFG_BACKEND_POSTGRES)
-        return store_sqlite_open(c, role, out, err, errlen);
+    int rc;
+
+    if (c->backend != CFG_BACKEND_POSTGRES) {
+        rc = store_sqlite_open(c, role, out, err, errlen);
+    } else {
 #ifdef HOOKD_WITH_PG
-    return store_pg_open(c, role, out, err, errlen);
+        rc = store_pg_open(c, role, out, err, errlen);
 #else
-    *out = NULL;
-    snprintf(err, errlen, "[storage] backend = postgres: this hookd was built without PostgreSQL support");
-    return -1;
+        *out = NULL;
+        snprintf(err, errlen, "[storage] backend = postgres: this hookd was built without PostgreSQL support");
+        return -1;
 #endif
+    }
+    if (rc == 0 && open_key(c, role, *out, err, errlen) < 0) {
+        *out = NULL;
+        return -1;
+    }
+    return rc;
 }
 
 int store_ping(const struct config *c, char *msg, size_t len)

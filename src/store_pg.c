@@ -176,6 +176,7 @@ static void pgs_close(struct store *s)
     if (g->node_id && PQstatus(g->conn) == CONNECTION_OK)
         pg_node_leave(g);
     PQfinish(g->conn);
+    seal_key_wipe(&g->base.seal);
     free(g);
 }
 

@@ -5,7 +5,10 @@
 #include "store_pg.h"
 #include "breaker.h"
 #include "endpoint.h"
+#include "log.h"
+#include "store_seal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +22,47 @@ static PGresult *query(struct pg_store *g, const char *sql, const char *what)
     pg_fail(g, r, what);
     PQclear(r);
     return NULL;
+}
+
+/* the secrets were in this result: wiped before libpq frees it */
+static void wipe_result(PGresult *r)
+{
+    int i, rows = PQntuples(r);
+
+    for (i = 0; i < rows; i++) {
+        memset(PQgetvalue(r, i, 3), 0, (size_t)PQgetlength(r, i, 3));
+        memset(PQgetvalue(r, i, 4), 0, (size_t)PQgetlength(r, i, 4));
+    }
+    PQclear(r);
+}
+
+/* One endpoint row stored plain by an older hookd, sealed. PostgreSQL
+ * keeps the old row version until VACUUM (FULL) reclaims it. */
+static int seal_plain_row(struct pg_store *g, const struct ep_def *d, int64_t id)
+{
+    char *sec = NULL, *hdr = NULL, idbuf[32];
+    const char *vals[3];
+    PGresult *r;
+    int rc = -1;
+
+    if (store_seal_def(&g->base, d, &sec, &hdr) < 0)
+        return -1;
+    snprintf(idbuf, sizeof idbuf, "%lld", (long long)id);
+    vals[0] = idbuf;
+    vals[1] = sec;
+    vals[2] = hdr;
+    r = PQexecParams(g->conn, "UPDATE endpoints SET secrets = $2, headers = $3 WHERE id = $1", 3, NULL, vals, NULL,
+                     NULL, 0);
+    if (r && PQresultStatus(r) == PGRES_COMMAND_OK) {
+        log_info("secrets_sealed", "endpoint=%s", d->name);
+        rc = 0;
+    } else {
+        pg_fail(g, r, "sealing stored secrets");
+    }
+    PQclear(r);
+    seal_free(sec);
+    seal_free(hdr);
+    return rc;
 }
 
 int pg_endpoints_load(struct store *s, int (*fn)(void *ctx, int64_t id, int from_config, const struct ep_def *d),
@@ -37,25 +81,35 @@ int pg_endpoints_load(struct store *s, int (*fn)(void *ctx, int64_t id, int from
     for (i = 0; i < rows; i++) {
         struct ep_def d;
         const char *name = pg_str(r, i, 1);
-        int stop;
-        if (ep_def_from_stored(&d, name, pg_str(r, i, 2), pg_str(r, i, 3), pg_str(r, i, 4), pg_str(r, i, 5),
-                               pg_str(r, i, 6), (int)pg_i64(r, i, 8, 0)) < 0) {
+        char *sec, *hdr;
+        int stop, plain = 0, bad;
+        if (store_open_cols(s, name, pg_str(r, i, 3), pg_str(r, i, 4), &sec, &hdr, &plain) < 0)
+            goto fail;
+        bad = ep_def_from_stored(&d, name, pg_str(r, i, 2), sec, hdr, pg_str(r, i, 5), pg_str(r, i, 6),
+                                 (int)pg_i64(r, i, 8, 0)) < 0;
+        seal_free(sec);
+        seal_free(hdr);
+        if (bad) {
             store_fail(s, STORE_E_OTHER, "endpoint %.64s: stored definition is invalid", name ? name : "?");
-            PQclear(r);
-            return -1;
+            goto fail;
+        }
+        /* an older hookd's plain row: sealed in place by the writer */
+        if (plain && g->role == STORE_WRITER && seal_plain_row(g, &d, pg_i64(r, i, 0, 0)) < 0) {
+            ep_def_free(&d);
+            goto fail;
         }
         stop = fn(ctx, pg_i64(r, i, 0, 0), strcmp(pg_str(r, i, 7), "config") == 0, &d);
         ep_def_free(&d);
         if (stop) {
-            PQclear(r);
-            return store_fail(s, STORE_E_NOMEM, "load endpoints: out of memory");
+            store_fail(s, STORE_E_NOMEM, "load endpoints: out of memory");
+            goto fail;
         }
     }
-    /* the secrets were in this result: wiped before libpq frees it */
-    for (i = 0; i < rows; i++)
-        memset(PQgetvalue(r, i, 3), 0, (size_t)PQgetlength(r, i, 3));
-    PQclear(r);
+    wipe_result(r);
     return 0;
+fail:
+    wipe_result(r);
+    return -1;
 }
 
 /* Health rows of a result (columns: endpoint_id, endpoint_url, the
@@ -123,17 +177,18 @@ int pg_endpoint_put(struct store *s, const struct ep_def *d, int from_config, in
                     int *created)
 {
     struct pg_store *g = (struct pg_store *)s;
-    char *secrets = ep_json_strings(d->secrets, d->nsecrets);
-    char *headers = ep_json_strings(d->headers, d->nheaders);
+    char *secrets = NULL, *headers = NULL;
     char *settings = ep_json_overrides(d);
     struct pg_params p;
     PGresult *r;
     int rc = -1;
 
-    if (!secrets || !headers || !settings) {
+    if (!settings) {
         store_fail(s, STORE_E_NOMEM, "endpoint put: out of memory");
         goto out;
     }
+    if (store_seal_def(s, d, &secrets, &headers) < 0)
+        goto out;
     pg_p_init(&p);
     pg_p_text(&p, d->name);
     if (!(r = pg_exec(g, PG_EP_FIND, &p, 0, "endpoint put")))
@@ -167,7 +222,9 @@ int pg_endpoint_put(struct store *s, const struct ep_def *d, int from_config, in
         goto out;
     rc = 0;
 out:
-    ep_json_release(secrets, headers, settings);
+    seal_free(secrets);
+    seal_free(headers);
+    ep_json_release(NULL, NULL, settings);
     return rc;
 }
 

@@ -3,17 +3,82 @@
 #include "store_sqlite.h"
 #include "breaker.h"
 #include "endpoint.h"
+#include "log.h"
+#include "store_seal.h"
 #include "util.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Rows an older hookd stored with plain secrets, sealed in place. The
+ * old bytes are zeroed in their pages (secure_delete) and the -wal that
+ * held them is emptied (checkpoint TRUNCATE), so no copy stays on disk. */
+static int seal_plain_rows(struct sq_store *q, const int64_t *ids, size_t n)
+{
+    sqlite3_stmt *sel = NULL, *upd = NULL;
+    size_t i;
+    int rc;
+
+    if (!n)
+        return 0;
+    if ((rc = sqlite3_exec(q->db, "PRAGMA secure_delete = ON", NULL, NULL, NULL)) != SQLITE_OK ||
+        (rc = sqlite3_prepare_v2(q->db, "SELECT secrets, headers FROM endpoints WHERE id = ?1", -1, &sel, NULL)) !=
+            SQLITE_OK ||
+        (rc = sqlite3_prepare_v2(q->db, "UPDATE endpoints SET secrets = ?2, headers = ?3 WHERE id = ?1", -1, &upd,
+                                 NULL)) != SQLITE_OK)
+        goto fail;
+    for (i = 0; i < n; i++) {
+        char *sec = NULL, *hdr = NULL, why[256];
+        sqlite3_bind_int64(sel, 1, ids[i]);
+        if (sqlite3_step(sel) != SQLITE_ROW) {
+            sqlite3_reset(sel);
+            continue;
+        }
+        if (seal_json(&q->base.seal, (const char *)sqlite3_column_text(sel, 0), 0, &sec, why, sizeof why) < 0 ||
+            seal_json(&q->base.seal, (const char *)sqlite3_column_text(sel, 1), 1, &hdr, why, sizeof why) < 0) {
+            seal_free(sec);
+            sqlite3_reset(sel);
+            store_fail(&q->base, STORE_E_OTHER, "sealing stored secrets: %s", why);
+            goto out;
+        }
+        sqlite3_reset(sel);
+        sqlite3_bind_int64(upd, 1, ids[i]);
+        sqlite3_bind_text(upd, 2, sec, -1, SQLITE_STATIC);
+        sqlite3_bind_text(upd, 3, hdr, -1, SQLITE_STATIC);
+        rc = sqlite3_step(upd);
+        sqlite3_reset(upd);
+        sqlite3_clear_bindings(upd);
+        seal_free(sec);
+        seal_free(hdr);
+        if (rc != SQLITE_DONE)
+            goto fail;
+    }
+    sqlite3_finalize(sel);
+    sqlite3_finalize(upd);
+    sel = upd = NULL;
+    if ((rc = sqlite3_exec(q->db, "PRAGMA secure_delete = OFF", NULL, NULL, NULL)) != SQLITE_OK)
+        goto fail;
+    if (sqlite3_get_autocommit(q->db))
+        sqlite3_wal_checkpoint_v2(q->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    log_info("secrets_sealed", "endpoints=%zu", n);
+    return 0;
+fail:
+    sq_fail(q, rc, "sealing stored secrets");
+out:
+    sqlite3_finalize(sel);
+    sqlite3_finalize(upd);
+    sqlite3_exec(q->db, "PRAGMA secure_delete = OFF", NULL, NULL, NULL);
+    return -1;
+}
+
 int sq_endpoints_load(struct store *s, int (*fn)(void *ctx, int64_t id, int from_config, const struct ep_def *d),
                       void *ctx)
 {
     struct sq_store *q = (struct sq_store *)s;
     sqlite3_stmt *st = NULL;
+    int64_t *plain_ids = NULL;
+    size_t nplain = 0, cap = 0;
     int rc = sqlite3_prepare_v2(q->db,
                                 "SELECT id, name, url, secrets, headers, event_types, settings, source, paused "
                                 "FROM endpoints ORDER BY id",
@@ -24,25 +89,52 @@ int sq_endpoints_load(struct store *s, int (*fn)(void *ctx, int64_t id, int from
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct ep_def d;
         const char *name = (const char *)sqlite3_column_text(st, 1);
-        int stop;
-        if (ep_def_from_stored(&d, name, (const char *)sqlite3_column_text(st, 2),
-                               (const char *)sqlite3_column_text(st, 3), (const char *)sqlite3_column_text(st, 4),
-                               (const char *)sqlite3_column_text(st, 5), (const char *)sqlite3_column_text(st, 6),
-                               sqlite3_column_int(st, 8)) < 0) {
+        char *sec, *hdr;
+        int stop, plain = 0, bad;
+        if (store_open_cols(s, name, (const char *)sqlite3_column_text(st, 3),
+                            (const char *)sqlite3_column_text(st, 4), &sec, &hdr, &plain) < 0)
+            goto fail;
+        bad = ep_def_from_stored(&d, name, (const char *)sqlite3_column_text(st, 2), sec, hdr,
+                                 (const char *)sqlite3_column_text(st, 5), (const char *)sqlite3_column_text(st, 6),
+                                 sqlite3_column_int(st, 8)) < 0;
+        seal_free(sec);
+        seal_free(hdr);
+        if (bad) {
             store_fail(s, STORE_E_OTHER, "endpoint %.64s: stored definition is invalid", name ? name : "?");
-            sqlite3_finalize(st);
-            return -1;
+            goto fail;
+        }
+        if (plain && q->role == STORE_WRITER) {
+            if (nplain == cap) {
+                int64_t *nv = realloc(plain_ids, (cap = cap ? cap * 2 : 16) * sizeof *nv);
+                if (!nv) {
+                    ep_def_free(&d);
+                    store_fail(s, STORE_E_NOMEM, "load endpoints: out of memory");
+                    goto fail;
+                }
+                plain_ids = nv;
+            }
+            plain_ids[nplain++] = sqlite3_column_int64(st, 0);
         }
         stop = fn(ctx, sqlite3_column_int64(st, 0),
                   strcmp((const char *)sqlite3_column_text(st, 7), "config") == 0, &d);
         ep_def_free(&d);
         if (stop) {
-            sqlite3_finalize(st);
-            return store_fail(s, STORE_E_NOMEM, "load endpoints: out of memory");
+            store_fail(s, STORE_E_NOMEM, "load endpoints: out of memory");
+            goto fail;
         }
     }
     sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "load endpoints");
+    if (rc != SQLITE_DONE) {
+        free(plain_ids);
+        return sq_fail(q, rc, "load endpoints");
+    }
+    rc = seal_plain_rows(q, plain_ids, nplain);
+    free(plain_ids);
+    return rc;
+fail:
+    sqlite3_finalize(st);
+    free(plain_ids);
+    return -1;
 }
 
 int sq_health_load(struct store *s, int (*fn)(void *ctx, const struct store_health *h), void *ctx)
@@ -72,16 +164,17 @@ int sq_endpoint_put(struct store *s, const struct ep_def *d, int from_config, in
                     int *created)
 {
     struct sq_store *q = (struct sq_store *)s;
-    char *secrets = ep_json_strings(d->secrets, d->nsecrets);
-    char *headers = ep_json_strings(d->headers, d->nheaders);
+    char *secrets = NULL, *headers = NULL;
     char *settings = ep_json_overrides(d);
     sqlite3_stmt *st;
     int rc = -1, step;
 
-    if (!secrets || !headers || !settings) {
+    if (!settings) {
         store_fail(s, STORE_E_NOMEM, "endpoint put: out of memory");
         goto out;
     }
+    if (store_seal_def(s, d, &secrets, &headers) < 0)
+        goto out;
     st = sq_stmt(q, SQ_EP_FIND);
     sqlite3_bind_text(st, 1, d->name, -1, SQLITE_STATIC);
     step = sqlite3_step(st);
@@ -110,9 +203,11 @@ int sq_endpoint_put(struct store *s, const struct ep_def *d, int from_config, in
     sqlite3_reset(st);
     if (step != SQLITE_ROW)
         sq_fail(q, step, "endpoint put");
-    sqlite3_clear_bindings(st);  /* the secrets are about to be wiped */
+    sqlite3_clear_bindings(st);
 out:
-    ep_json_release(secrets, headers, settings);
+    seal_free(secrets);
+    seal_free(headers);
+    ep_json_release(NULL, NULL, settings);
     return rc;
 }
 
