@@ -10,13 +10,17 @@
  *    enqueued bytes as a JSON string>","status":"pending",...}
  *   {"kind":"end","endpoints":N,"messages":M}                the last line
  *
- * Endpoints come before anything naming them. Secrets are in the file:
- * it is written 0600 and said so. */
+ * Endpoints come before anything naming them. hookd export writes the
+ * secrets and header values sealed (seal.h: "enc1:..."), under the
+ * exporting database's key; importing them needs that key. Plain values
+ * (older exports, hand-written files) are read as well. The file is
+ * written 0600 all the same. */
 #ifndef HOOKD_EXPORT_FMT_H
 #define HOOKD_EXPORT_FMT_H
 #include <stdint.h>
 
 #include "epdef.h"
+#include "seal.h"
 #include "store.h"
 #include "util.h"
 
@@ -41,6 +45,9 @@ struct xf_item {
 /* Each appends one line, newline included; 0, or -1 out of memory. */
 int xf_header(int64_t now, const char *version, struct buf *out);
 int xf_endpoint(const struct ep_def *d, int from_config, struct buf *out);
+/* The same with the secrets and header values sealed under key (NULL:
+ * plain, as xf_endpoint); -1 also when key is unset. */
+int xf_endpoint_sealed(const struct ep_def *d, int from_config, const struct seal_key *key, struct buf *out);
 int xf_health(const char *endpoint, const struct store_health *h, struct buf *out);
 int xf_message(const char *endpoint, const struct store_row *r, struct buf *out);
 int xf_end(int64_t n_endpoints, int64_t n_messages, struct buf *out);
@@ -49,6 +56,9 @@ int xf_end(int64_t n_endpoints, int64_t n_messages, struct buf *out);
  * -1 with the reason in err (never a secret or payload byte); it->kind
  * is XF_UNKNOWN unless the line named a known kind. */
 int xf_parse(const char *line, struct xf_item *it, char *err, size_t errlen);
+/* The same, opening sealed secrets and header values with key (NULL or
+ * unset: a sealed value is refused, saying a key is needed). */
+int xf_parse_sealed(const char *line, const struct seal_key *key, struct xf_item *it, char *err, size_t errlen);
 void xf_item_free(struct xf_item *it);
 
 #endif

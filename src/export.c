@@ -137,6 +137,7 @@ struct exp {
     struct buf line;
     struct epmap map;
     struct export_counts *n;
+    const struct seal_key *key;  /* the database's: secrets leave sealed */
     int failed;                  /* a write failed: errno in err_no */
     int err_no;
 };
@@ -157,7 +158,7 @@ static int exp_endpoint(void *ctx, int64_t id, int from_config, const struct ep_
 {
     struct exp *x = ctx;
 
-    if (!epmap_add(&x->map, id, d->name, d->url) || xf_endpoint(d, from_config, &x->line) < 0)
+    if (!epmap_add(&x->map, id, d->name, d->url) || xf_endpoint_sealed(d, from_config, x->key, &x->line) < 0)
         return 1;
     x->n->endpoints++;
     return put_line(x);
@@ -222,6 +223,11 @@ int export_run(const struct config *c, const char *path, int64_t now, struct exp
     }
     if (store_open(c, STORE_READER, &st, err, errlen) < 0)
         goto out;
+    if (!st->seal.set) {
+        snprintf(err, errlen, "export writes endpoint secrets sealed and needs the key: %s", st->seal.why);
+        goto out;
+    }
+    x.key = &st->seal;
     /* one snapshot: endpoints, health and rows agree */
     if (st->ops->snapshot_begin(st) < 0)
         goto store_err;
@@ -465,11 +471,14 @@ int import_run(const struct config *c, const char *path, int64_t now, struct imp
             snprintf(err, errlen, "%s:%lld: a line after the end line", path, (long long)lineno);
             goto fail;
         }
-        if (xf_parse(line, &it, why, sizeof why) < 0) {
+        if (xf_parse_sealed(line, &m->st->seal, &it, why, sizeof why) < 0) {
             if (!headed && it.kind != XF_HEADER)
                 snprintf(err, errlen, "%s: not a hookd export (its first line must be the header)", path);
             else
-                snprintf(err, errlen, "%s:%lld: %s", path, (long long)lineno, why);
+                snprintf(err, errlen, "%s:%lld: %s%s", path, (long long)lineno, why,
+                         strstr(why, "another key") ? " (the export was sealed under the exporting hookd's key: "
+                                                      "copy its key file to [storage] key_file here first)"
+                                                    : "");
             xf_item_free(&it);
             goto fail;
         }

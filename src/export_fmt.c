@@ -6,6 +6,7 @@
 #include "breaker.h"
 #include "endpoint.h"
 #include "proto.h"
+#include "seal.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -54,14 +55,34 @@ int xf_header(int64_t now, const char *version, struct buf *out)
     return emit(o, out);
 }
 
+/* a stored array, sealed when there is a key; 0 / -1 */
+static int seal_in_place(const struct seal_key *key, char **json, int headers)
+{
+    char *sealed, why[256];
+
+    if (!key)
+        return 0;
+    if (seal_json(key, *json, headers, &sealed, why, sizeof why) < 0)
+        return -1;
+    seal_free(*json);
+    *json = sealed;
+    return 0;
+}
+
 int xf_endpoint(const struct ep_def *d, int from_config, struct buf *out)
+{
+    return xf_endpoint_sealed(d, from_config, NULL, out);
+}
+
+int xf_endpoint_sealed(const struct ep_def *d, int from_config, const struct seal_key *key, struct buf *out)
 {
     cJSON *o = cJSON_CreateObject();
     char *secrets = ep_json_strings(d->secrets, d->nsecrets), *headers = ep_json_strings(d->headers, d->nheaders);
     char *settings = ep_json_overrides(d);
     int rc = -1;
 
-    if (!o || !secrets || !headers || !settings)
+    if (!o || !secrets || !headers || !settings || seal_in_place(key, &secrets, 0) < 0 ||
+        seal_in_place(key, &headers, 1) < 0)
         goto out;
     cJSON_AddStringToObject(o, "kind", "endpoint");
     cJSON_AddStringToObject(o, "name", d->name);
@@ -171,8 +192,10 @@ static int get_int(const cJSON *o, const char *k, int nullable, int64_t min, int
     return 0;
 }
 
-static int parse_endpoint(const cJSON *o, struct xf_item *it, char *err, size_t errlen)
+static int parse_endpoint(const cJSON *o, const struct seal_key *key, struct xf_item *it, char *err, size_t errlen)
 {
+    static const struct seal_key nokey = {.why = "the export holds sealed secrets and no key was given"};
+    char *psec = NULL, *phdr = NULL, why[256];
     const char *name, *url, *types;
     const cJSON *paused = cJSON_GetObjectItemCaseSensitive(o, "paused"),
                 *cfg = cJSON_GetObjectItemCaseSensitive(o, "from_config");
@@ -199,11 +222,16 @@ static int parse_endpoint(const cJSON *o, struct xf_item *it, char *err, size_t 
     settings = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(o, "settings"));
     if (!secrets || !headers || !settings)
         snprintf(err, errlen, "out of memory");
-    else if (ep_def_from_stored(&it->def, name, url, secrets, headers, types, settings, cJSON_IsTrue(paused)) < 0)
+    else if (seal_json_open(key ? key : &nokey, secrets, 0, &psec, NULL, why, sizeof why) < 0 ||
+             seal_json_open(key ? key : &nokey, headers, 1, &phdr, NULL, why, sizeof why) < 0)
+        snprintf(err, errlen, "endpoint %s: secrets: %s", name, why);
+    else if (ep_def_from_stored(&it->def, name, url, psec, phdr, types, settings, cJSON_IsTrue(paused)) < 0)
         snprintf(err, errlen, "endpoint %s: its definition is invalid (url, secrets, headers or settings)", name);
     else
         rc = 0;
     it->from_config = cJSON_IsTrue(cfg);
+    seal_free(psec);
+    seal_free(phdr);
     ep_json_release(secrets, headers, settings);
     return rc;
 }
@@ -274,6 +302,11 @@ static int parse_message(const cJSON *o, struct xf_item *it, char *err, size_t e
 
 int xf_parse(const char *line, struct xf_item *it, char *err, size_t errlen)
 {
+    return xf_parse_sealed(line, NULL, it, err, errlen);
+}
+
+int xf_parse_sealed(const char *line, const struct seal_key *key, struct xf_item *it, char *err, size_t errlen)
+{
     static const char *const kinds[] = {"hookd-export", "endpoint", "health", "message", "end"};
     cJSON *o = cJSON_Parse(line);
     const char *kind;
@@ -309,7 +342,7 @@ int xf_parse(const char *line, struct xf_item *it, char *err, size_t errlen)
         }
         return 0;
     case XF_ENDPOINT:
-        return parse_endpoint(o, it, err, errlen);
+        return parse_endpoint(o, key, it, err, errlen);
     case XF_HEALTH:
         return parse_health(o, it, err, errlen);
     case XF_MESSAGE:

@@ -9,10 +9,12 @@
   file again adds nothing; a cut-short file stores whole batches and says
   so, and finishing with the whole file adds only the rest;
 - import refuses a running daemon; export never overwrites and its file is
-  0600 (secrets are in it).
+  0600; the secrets in it are sealed under the exporting side's key file,
+  which the importing side needs (and without it, import says so).
 """
 import json
 import os
+import shutil
 import stat
 
 from conftest import Reply, verify_signature, wait_until
@@ -68,9 +70,19 @@ def test_a_queue_moves_to_another_hookd_exactly_once(hookd, receiver, tmp_path):
     assert lines[0]["kind"] == "hookd-export" and lines[-1] == {"kind": "end", "endpoints": 4, "messages": 84}
     again = a.cli("export", out)
     assert again.returncode == 1 and "exists" in again.stderr
+    # secrets and header values travel sealed
+    text = out.read_text()
+    for s in (S_CFG, S_API, S_CFG[6:], S_API[6:], "X-Tenant: t1"):
+        assert s not in text, s
+    assert '"X-Tenant:enc1:' in text
 
-    # B: its own cfg (another URL, same secret), nothing else; stopped while importing
+    # B: its own cfg (another URL, same secret), nothing else; stopped while importing.
+    # Without A's key the sealed secrets cannot be opened: import says so.
     b = hookd(name="b", start=False, endpoints={"cfg": {"url": rcv.url("/cfg-b"), "secret": S_CFG}})
+    p = b.cli("import", out)
+    assert p.returncode != 0 and "another key" in p.stderr and "key_file" in p.stderr, p.stderr
+    os.unlink(b.db.parent / "secret.key")
+    shutil.copy2(a.db.parent / "secret.key", b.db.parent / "secret.key")
     p = b.cli("import", out)
     assert p.returncode == 0, p.stderr
     assert "imported 84 messages (80 pending, 2 awaiting retry, 2 dead letters), 0 already here" in p.stdout, p.stdout
