@@ -6,8 +6,14 @@
 # - dpkg-deb -c and rpm -qlp list the expected files
 # - .deb into a scratch root (dpkg --root): install, --version, smoke test,
 #   upgrade keeping an edited config and the database, remove, purge
-# - .deb into this machine: install, --version, smoke test,
-#   systemd-analyze verify, remove, purge
+# - .deb into a scratch root: upgrade from the modes of the packages before
+#   the privilege split (config root:hookd 0640, database 0640, clients in
+#   group hookd) to hookd's own 0600/0700 and group hookd-clients
+# - .deb into this machine: install, --version, smoke test, the packaged
+#   daemon started without systemd as user hookd: a client account in
+#   hookd-clients can send but cannot read the config, the database, its
+#   -wal or a backup, and no file under /var/lib/hookd holds a secret;
+#   systemd-analyze verify and security (exposure at most 2.0), remove, purge
 # - .rpm into a scratch root (rpm --root)
 # Installs lintian, rpm and (if safe) systemd with apt when missing.
 # HOOKD_PKGTEST_HOST=0 skips the install on this machine, HOOKD_PKGTEST_SMOKE=0
@@ -73,6 +79,7 @@ smoke() {
         fail "smoke: $ini lacks the system socket"
     sed -e "s|^\([[:space:]]*path[[:space:]]*=\).*/var/lib/hookd/hookd.db.*|\1 $d/hookd.db|" \
         -e "s|^\([[:space:]]*socket[[:space:]]*=\).*/run/hookd/hookd.sock.*|\1 $d/run/hookd.sock|" \
+        -e "s|^\([[:space:]]*group[[:space:]]*=\)[[:space:]]*hookd-clients[[:space:]]*$|\1|" \
         "$ini" >"$cfg"
     printf '\n[endpoint.smoke]\nurl = http://127.0.0.1:9/hook\n' >>"$cfg"
     "$bin" check-config -c "$cfg" >"$d/check.txt" 2>&1 || { cat "$d/check.txt"; fail "smoke: check-config failed"; }
@@ -103,6 +110,70 @@ print(sum(int(s[k]) for k in ("pending", "in_flight", "awaiting_retry", "dead_le
     SERVE_PID=""
     [ "$rc" = 0 ] || { cat "$d/serve.log"; fail "smoke: hookd serve exited $rc after SIGTERM"; }
     ok "smoke test with $bin (queued=$n, clean exit on SIGTERM)"
+}
+
+# ---------------------------------------------------------------- privilege split
+# The installed package's daemon, started as hookd(8) says for a machine
+# without systemd, and a client account in group hookd-clients: it can send
+# (finding the socket without a config), it cannot read the config, the
+# database, its -wal or a backup, nor use an admin command; no file under
+# /var/lib/hookd or in the backup holds the endpoint's secret.
+CLIENT=hookd-pkgtest-client
+SPLIT_SECRET=whsec_QmFja2dyb3VuZFNlY3JldEZvclRlc3Q=
+split_test() {
+    if [ "${HOOKD_PKGTEST_SMOKE:-1}" = 0 ]; then
+        echo "SKIPPED: privilege split test (HOOKD_PKGTEST_SMOKE=0)"; return 0
+    fi
+    say "privilege split: client account $CLIENT in hookd-clients"
+    getent passwd "$CLIENT" >/dev/null || $SUDO useradd --system -M -N -g nogroup -G hookd-clients -s /usr/sbin/nologin "$CLIENT"
+    as_client() { $SUDO runuser -u "$CLIENT" -- "$@"; }
+    # /run/hookd as systemd's RuntimeDirectory= makes it (hookd:hookd 0750);
+    # hookd gives it to [server] group = hookd-clients, being a member
+    $SUDO rm -rf /run/hookd
+    $SUDO install -d -o hookd -g hookd -m 0750 /run/hookd
+    $SUDO runuser -u hookd -- /usr/sbin/hookd serve -c /etc/hookd/hookd.ini >"$WORK/split.log" 2>&1 &
+    SERVE_PID=$!
+    i=0
+    while [ ! -S /run/hookd/hookd.sock ]; do
+        i=$((i + 1))
+        if [ $i -gt 100 ] || ! kill -0 "$SERVE_PID" 2>/dev/null; then
+            cat "$WORK/split.log"; fail "split: /run/hookd/hookd.sock did not appear"
+        fi
+        sleep 0.1
+    done
+    [ "$(stat -c '%a %U %G' /run/hookd)" = "750 hookd hookd-clients" ] ||
+        fail "split: /run/hookd is $(stat -c '%a %U %G' /run/hookd), want 750 hookd hookd-clients"
+    [ "$(stat -c '%a %G' /run/hookd/hookd.sock)" = "660 hookd-clients" ] ||
+        fail "split: the socket is $(stat -c '%a %G' /run/hookd/hookd.sock), want 660 hookd-clients"
+    /usr/sbin/hookd endpoint-put split --url http://127.0.0.1:9/hook --secret "$SPLIT_SECRET" >/dev/null ||
+        { cat "$WORK/split.log"; fail "split: endpoint-put as root"; }
+    as_client /usr/sbin/hookd send --endpoint split --data '{"a":1}' ||
+        { cat "$WORK/split.log"; fail "split: $CLIENT cannot send"; }
+    ok "split: $CLIENT sends through /run/hookd/hookd.sock without a config"
+    if as_client /usr/sbin/hookd pause split 2>"$WORK/e.txt"; then fail "split: $CLIENT could pause (admin)"; fi
+    ok "split: admin commands refused to $CLIENT: $(head -n1 "$WORK/e.txt")"
+    as_client /usr/sbin/hookd stats -c /etc/hookd/hookd.ini 2>"$WORK/e.txt" && fail "split: $CLIENT read the config"
+    grep -q 'hookd.ini: cannot open: Permission denied' "$WORK/e.txt" || { cat "$WORK/e.txt"; fail "split: no reason given"; }
+    ok "split: -c /etc/hookd/hookd.ini as $CLIENT: $(head -n1 "$WORK/e.txt")"
+    /usr/sbin/hookd backup /var/lib/hookd/pkgtest-backup.db -c /etc/hookd/hookd.ini >/dev/null 2>&1 ||
+        fail "split: hookd backup as root"
+    [ -e /var/lib/hookd/hookd.db-wal ] || fail "split: no -wal while the daemon runs"
+    for f in /etc/hookd/hookd.ini /var/lib/hookd/hookd.db /var/lib/hookd/hookd.db-wal \
+             /var/lib/hookd/secret.key /var/lib/hookd/pkgtest-backup.db; do
+        if as_client cat "$f" >/dev/null 2>&1; then fail "split: $CLIENT can read $f"; fi
+    done
+    if as_client /usr/sbin/hookd backup /tmp/pkgtest-client.db -c /etc/hookd/hookd.ini >/dev/null 2>&1; then
+        fail "split: $CLIENT made a backup"
+    fi
+    ok "split: $CLIENT cannot read the config, the database, its -wal, the key or a backup"
+    kill -TERM "$SERVE_PID"; rc=0; wait "$SERVE_PID" || rc=$?; SERVE_PID=""
+    [ "$rc" = 0 ] || { cat "$WORK/split.log"; fail "split: hookd exited $rc after SIGTERM"; }
+    for s in "$SPLIT_SECRET" "${SPLIT_SECRET#whsec_}"; do
+        if $SUDO grep -rlaF -- "$s" /var/lib/hookd; then fail "split: the secret is stored in plain text"; fi
+    done
+    ok "split: the endpoint secret is in no file under /var/lib/hookd (database, -wal, backup)"
+    $SUDO rm -f /var/lib/hookd/pkgtest-backup.db
+    $SUDO userdel "$CLIENT" 2>/dev/null || true
 }
 
 # ---------------------------------------------------------------- expected files
@@ -176,23 +247,51 @@ dpkgr -i "$DEB"
 "$R/usr/sbin/hookd" --version | grep -qx "hookd $VERSION" || fail "scratch root: hookd --version"
 ok "scratch root: $("$R/usr/sbin/hookd" --version)"
 grep -q '^hookd:' "$R/etc/passwd" || fail "scratch root: no hookd user"
+uid=$(awk -F: '$1 == "hookd" { print $3 }' "$R/etc/passwd")
 gid=$(awk -F: '$1 == "hookd" { print $3 }' "$R/etc/group")
-[ "$(stat -c '%a %u %g' "$R/etc/hookd/hookd.ini")" = "640 0 $gid" ] ||
-    fail "scratch root: hookd.ini is $(stat -c '%a %u %g' "$R/etc/hookd/hookd.ini"), want 640 0 $gid"
-[ "$(stat -c %a "$R/var/lib/hookd")" = 750 ] || fail "scratch root: /var/lib/hookd not 0750"
-ok "scratch root: user hookd, /var/lib/hookd 0750, hookd.ini root:hookd 0640"
+# check_modes WHEN: the privilege split's files and groups in the scratch root
+check_modes() {
+    [ "$(stat -c '%a %u %g' "$R/etc/hookd/hookd.ini")" = "600 $uid $gid" ] ||
+        fail "$1: hookd.ini is $(stat -c '%a %u %g' "$R/etc/hookd/hookd.ini"), want 600 $uid $gid"
+    [ "$(stat -c '%a %u' "$R/var/lib/hookd")" = "700 $uid" ] ||
+        fail "$1: /var/lib/hookd is $(stat -c '%a %u' "$R/var/lib/hookd"), want 700 $uid"
+    [ "$(stat -c '%a %u' "$R/var/lib/hookd/secret.key")" = "600 $uid" ] ||
+        fail "$1: no secret.key 0600 owned by hookd"
+    grep -Eq '^[0-9a-f]{64}$' "$R/var/lib/hookd/secret.key" || fail "$1: secret.key is not 64 hex digits"
+    awk -F: '$1 == "hookd-clients" { n = split($4, m, ","); for (i = 1; i <= n; i++) if (m[i] == "hookd") f = 1 }
+        END { exit f ? 0 : 1 }' "$R/etc/group" || fail "$1: hookd is not a member of group hookd-clients"
+    grep -q '^[[:space:]]*group[[:space:]]*=[[:space:]]*hookd-clients' "$R/etc/hookd/hookd.ini" ||
+        fail "$1: hookd.ini lacks [server] group = hookd-clients"
+}
+check_modes "scratch root"
+ok "scratch root: user hookd, group hookd-clients (hookd a member), /var/lib/hookd 0700, secret.key 0600, hookd.ini hookd:hookd 0600"
 smoke "$R/usr/sbin/hookd" "$R/etc/hookd/hookd.ini"
 
-# upgrade to a newer revision: keeps the edited config and the database
+# upgrade to a newer revision: keeps the edited config and the database.
+# Before it, the scratch root is put back in the state the packages before
+# the privilege split left: config root:hookd 0640 by statoverride,
+# /var/lib/hookd 0750 and its database 0640, no group hookd-clients, and a
+# client account in group hookd as their documentation said.
 DEB_REVISION=2 "$P/mkdeb.sh" "$WORK/rev2" >/dev/null
 echo "; edited by the package test" >>"$R/etc/hookd/hookd.ini"
 echo "database sentinel" >"$R/var/lib/hookd/hookd.db"
+$SUDO dpkg-statoverride --root="$R" --remove /etc/hookd/hookd.ini
+$SUDO dpkg-statoverride --root="$R" --update --add root "#$gid" 0640 /etc/hookd/hookd.ini
+chmod 0750 "$R/var/lib/hookd"; chmod 0640 "$R/var/lib/hookd/hookd.db"; rm -f "$R/var/lib/hookd/secret.key"
+sed -i '/^hookd-clients:/d' "$R/etc/group" "$R/etc/gshadow" 2>/dev/null || true
+echo "pkgtestapp:x:4999:4999::/nonexistent:/usr/sbin/nologin" >>"$R/etc/passwd"
+sed -i "s/^\(hookd:[^:]*:[^:]*:\)\(.*\)$/\1\2,pkgtestapp/; s/^\(hookd:[^:]*:[^:]*:\),/\1/" "$R/etc/group"
+grep -q '^hookd:.*pkgtestapp' "$R/etc/group" || fail "upgrade setup: pkgtestapp not in group hookd"
 dpkgr -i "$WORK/rev2/hookd_${VERSION}+r2_amd64.deb"
 dpkgr -s hookd | grep -qx "Version: ${VERSION}+r2" || fail "upgrade: version not ${VERSION}+r2"
 grep -q '^; edited by the package test' "$R/etc/hookd/hookd.ini" || fail "upgrade lost the edited config"
 grep -qx 'database sentinel' "$R/var/lib/hookd/hookd.db" || fail "upgrade lost the database"
-[ "$(stat -c '%a %u %g' "$R/etc/hookd/hookd.ini")" = "640 0 $gid" ] || fail "upgrade lost the 0640 root:hookd mode of hookd.ini"
+check_modes "upgrade"
+[ "$(stat -c %a "$R/var/lib/hookd/hookd.db")" = 600 ] || fail "upgrade: hookd.db is $(stat -c %a "$R/var/lib/hookd/hookd.db"), want 600"
+awk -F: '$1 == "hookd-clients" && $4 ~ /(^|,)pkgtestapp(,|$)/ { f = 1 } END { exit f ? 0 : 1 }' "$R/etc/group" ||
+    fail "upgrade: pkgtestapp (in group hookd) was not added to hookd-clients"
 ok "upgrade ${VERSION} -> ${VERSION}+r2 keeps the edited config and the database"
+ok "upgrade from the modes before the privilege split: hookd.ini 0600 hookd, /var/lib/hookd 0700, hookd.db 0600, key made, group hookd's client moved into hookd-clients"
 
 dpkgr -r hookd
 [ ! -e "$R/usr/sbin/hookd" ] || fail "remove left /usr/sbin/hookd"
@@ -245,6 +344,7 @@ $HOSTAPT install --no-install-recommends "$DEB"
 ok "installed: $(/usr/sbin/hookd --version)"
 getent passwd hookd >/dev/null || fail "no hookd user"
 smoke /usr/sbin/hookd /etc/hookd/hookd.ini
+split_test
 
 # systemd-analyze verify, where the tool exists or can be installed safely
 say "systemd-analyze verify"
@@ -265,7 +365,16 @@ if command -v systemd-analyze >/dev/null 2>&1; then
     else
         cat "$WORK/verify.txt"; fail "systemd-analyze verify $unit"
     fi
-    systemd-analyze security --offline=yes "$unit" 2>/dev/null | tail -n 1 || true
+    systemd-analyze security --offline=yes "$unit" >"$WORK/security.txt" 2>&1 || true
+    score=$(sed -n 's/.*Overall exposure level for hookd.service: \([0-9.]*\).*/\1/p' "$WORK/security.txt")
+    if [ -z "$score" ]; then
+        cat "$WORK/security.txt"; echo "skip: systemd-analyze security --offline gave no score here"
+    else
+        echo "systemd-analyze security: exposure $score"
+        awk -v s="$score" 'BEGIN { exit s <= 2.0 ? 0 : 1 }' ||
+            { grep '✗' "$WORK/security.txt"; fail "systemd-analyze security: exposure $score above 2.0"; }
+        ok "systemd-analyze security: exposure $score (at most 2.0)"
+    fi
 fi
 
 $HOSTAPT remove hookd
