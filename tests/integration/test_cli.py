@@ -230,3 +230,25 @@ def test_endpoints(cli_daemon):
     limit = row[0][lines[0].split().index("LIMIT")]
     assert limit == "-" or 1 <= int(limit) <= 64, limit
     assert SECRET not in r.stdout
+
+
+def test_client_needs_no_config_and_says_why(tmp_path):
+    """Without -c or HOOKD_CONFIG a client reads no file and connects to the
+    packaged socket; a config it cannot read is an error with the reason."""
+    if not os.path.exists("/run/hookd/hookd.sock"):   # no packaged hookd running here
+        r = run("ping", "--timeout", "1s")
+        assert r.returncode == 3 and "/run/hookd/hookd.sock" in r.stderr, r.stderr
+    ini = tmp_path / "hookd.ini"
+    ini.write_text("[server]\nsocket = %s\n" % (tmp_path / "s.sock"))
+    os.chmod(ini, 0)
+    if os.geteuid() == 0:
+        pw = __import__("pwd").getpwnam("nobody")
+        p = subprocess.run([HOOKD, "ping", "-c", str(ini)], capture_output=True, text=True, timeout=30,
+                           env=clean_env(), user=pw.pw_uid, group=pw.pw_gid, extra_groups=[], cwd="/")
+    else:
+        p = run("ping", "-c", ini)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert "cannot open: Permission denied" in p.stderr and "need no config" in p.stderr, p.stderr
+    # the daemon's own config error says why too
+    missing = run("check-config", "-c", tmp_path / "missing.ini")
+    assert "cannot open: No such file or directory" in missing.stderr, missing.stderr

@@ -790,6 +790,22 @@ def test_socket_group(hookd):
     assert os.stat(d.sock.parent).st_gid == nogroup.gr_gid
 
 
+def test_socket_group_on_a_directory_made_before(hookd):
+    """systemd's RuntimeDirectory= makes the socket's directory hookd:hookd
+    0750 before hookd starts: [server] group must still reach it."""
+    nogroup = grp.getgrgid(pwd.getpwnam("nobody").pw_gid)
+    d = hookd(start=False, sections={"server": {"group": nogroup.gr_name}})
+    d.sock.parent.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(d.sock.parent, 0o700)
+    d.start()
+    dst = os.stat(d.sock.parent)
+    assert dst.st_gid == nogroup.gr_gid and stat.S_IMODE(dst.st_mode) == 0o750, oct(dst.st_mode)
+    assert os.stat(d.sock).st_gid == nogroup.gr_gid
+    if not d.pg:
+        for f in (d.db, d.db.parent / "secret.key"):
+            assert stat.S_IMODE(os.stat(f).st_mode) & 0o077 == 0, (f, oct(os.stat(f).st_mode))
+
+
 def test_stale_socket_replaced_non_socket_refused(hookd):
     d = hookd(endpoints={"a": PARKED})
     d.kill()                       # leaves the socket file behind
