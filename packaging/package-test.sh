@@ -131,7 +131,9 @@ split_test() {
     # hookd gives it to [server] group = hookd-clients, being a member
     $SUDO rm -rf /run/hookd
     $SUDO install -d -o hookd -g hookd -m 0750 /run/hookd
-    $SUDO runuser -u hookd -- /usr/sbin/hookd serve -c /etc/hookd/hookd.ini >"$WORK/split.log" 2>&1 &
+    # setpriv execs hookd (runuser would stay its parent and eat SIGTERM)
+    $SUDO setpriv --reuid=hookd --regid=hookd --init-groups -- \
+        /usr/sbin/hookd serve -c /etc/hookd/hookd.ini >"$WORK/split.log" 2>&1 &
     SERVE_PID=$!
     i=0
     while [ ! -S /run/hookd/hookd.sock ]; do
