@@ -104,6 +104,13 @@ static int setup_pg(void **state)
     free(f->cfg.pg_conninfo);
     f->cfg.pg_conninfo = malloc(512);
     snprintf(f->cfg.pg_conninfo, 512, "%s options='-c search_path=%s'", getenv("HOOKD_TEST_PG"), f->pg_schema);
+    /* the key sealing endpoint secrets: a file of its own (seal.h) */
+    strcpy(f->dir, "/tmp/hookd-store-XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    free(f->cfg.db_path);
+    f->cfg.db_path = malloc(128);
+    snprintf(f->cfg.db_path, 128, "%s/unused.db", f->dir);
     if (store_open(&f->cfg, STORE_WRITER, &f->w, err, sizeof err) < 0 ||
         store_open(&f->cfg, STORE_READER, &f->r, err, sizeof err) < 0) {
         fprintf(stderr, "store_open: %s\n", err);
@@ -127,6 +134,9 @@ static int teardown(void **state)
         if (pg_admin(cmd) < 0)
             return -1;
         config_free(&f->cfg);
+        snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
+        if (system(cmd) != 0)
+            return -1;
     }
 #endif
     mem_db_free(f->mem);
