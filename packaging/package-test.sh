@@ -182,6 +182,7 @@ gid=$(awk -F: '$1 == "hookd" { print $3 }' "$R/etc/group")
 [ "$(stat -c %a "$R/var/lib/hookd")" = 750 ] || fail "scratch root: /var/lib/hookd not 0750"
 ok "scratch root: user hookd, /var/lib/hookd 0750, hookd.ini root:hookd 0640"
 smoke "$R/usr/sbin/hookd" "$R/etc/hookd/hookd.ini"
+"$P/doccheck.sh" "$R" || fail "scratch root: the installed documentation (packaging/doccheck.sh)"
 
 # upgrade to a newer revision: keeps the edited config and the database
 DEB_REVISION=2 "$P/mkdeb.sh" "$WORK/rev2" >/dev/null
