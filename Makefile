@@ -105,7 +105,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 # Build and test packages; `deps` installs only what is missing.
 DEB_BUILD_DEPS := gcc make libc6-dev pkg-config libsqlite3-dev libcurl4-openssl-dev \
                   libmbedtls-dev libcjson-dev libinih-dev libncurses-dev libpq-dev
-DEB_TEST_DEPS  := postgresql python3-psycopg2 libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus php-cli nodejs chromium python3-pytest-xdist
+DEB_TEST_DEPS  := groff-base mandoc postgresql python3-psycopg2 libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus php-cli nodejs chromium python3-pytest-xdist
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: all deps deps-build deps-test run test unit integration integration-pg asan tsan clean bench check-deps
