@@ -189,6 +189,68 @@ def test_every_documented_key_is_known(tmp_path):
         assert known == (k != "no_such_key"), "[endpoint.NAME] %s: %s" % (k, out.stderr.strip())
 
 
+def check_config_defaults(cfg):
+    """{(section, key): default} as `hookd check-config` prints it."""
+    out = subprocess.run([HOOKD_BIN, "check-config", "-c", str(cfg)], capture_output=True, text=True, timeout=30)
+    got, sec = {}, None
+    for line in out.stdout.splitlines():
+        m = re.match(r'^\[([^\]]+)\]', line)
+        if m:
+            sec = m.group(1)
+            continue
+        m = re.match(r'^([a-z_0-9]+) = .*\(default (.*)\)$', line)
+        if m and sec:
+            got[(sec, m.group(1))] = m.group(2)
+    return got
+
+
+# keys conf/hookd.ini sets to something other than the default on purpose
+# (its header says every setting is listed with its default)
+CONF_NOT_DEFAULT = set()
+
+
+def test_documented_and_shipped_defaults_are_the_real_ones():
+    """hookd.ini(5) writes a default as `(default " VALUE` (quoted when it
+    has blanks) or says `(default: ...)` / `(default empty`; conf/hookd.ini
+    sets every key to its default."""
+    real = check_config_defaults(CONF)
+    assert len(real) > 50
+    wrong = []
+    sec = None
+    lines = MAN_INI.read_text().splitlines()
+    for i, line in enumerate(lines[:-1]):
+        if line.startswith(".SH ["):
+            sec = line[5:-1]
+        if line != ".TP" or sec is None:
+            continue
+        tag = lines[i + 1]
+        k = re.match(r'^\.BR? ([a-z_0-9]+)\b', tag)
+        if not k or (sec, k.group(1)) not in real:
+            continue
+        want = real[(sec, k.group(1))]
+        m = re.search(r'\(default " (?:"([^"]*)"|(\S+?))(?: "|\s|\)|$)', tag)
+        if m:
+            doc = (m.group(1) if m.group(1) is not None else m.group(2)).replace("\\-", "-")
+        elif re.search(r'\(default(:| empty)', tag):
+            doc = want if want == "" or "host name" in tag else "<empty>"
+        else:
+            doc = "<none>"
+        if doc != want:
+            wrong.append("hookd.ini(5) [%s] %s: %r, check-config %r" % (sec, k.group(1), doc, want))
+    shipped, sec = {}, None
+    for line in CONF.read_text().splitlines():
+        m = re.match(r'^\[([^\]]+)\]', line)
+        if m:
+            sec = m.group(1)
+        m = re.match(r'^([a-z_0-9]+)\s*=\s*(.*?)\s*$', line)
+        if m and sec:
+            shipped[(sec, m.group(1))] = m.group(2)
+    for key, want in real.items():
+        if key in shipped and shipped[key] != want and key not in CONF_NOT_DEFAULT:
+            wrong.append("conf/hookd.ini [%s] %s = %r, default %r" % (key[0], key[1], shipped[key], want))
+    assert not wrong, "\n".join(wrong)
+
+
 # ---------------------------------------------------------------- errors and clients
 
 def test_every_error_code_is_documented_with_its_retry_rule():
