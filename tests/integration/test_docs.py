@@ -303,8 +303,12 @@ DOCS = [README, ROOT / "src" / "README.md", ROOT / "schema" / "README.md", ROOT 
 def test_documents_hold_no_dates_hashes_or_tracker_numbers():
     bad = []
     for p in DOCS:
+        generated = False   # the table make bench writes may name its run
         for n, line in enumerate(p.read_text().splitlines(), 1):
             if "bench-table:" in line:
+                generated = "bench-table:begin" in line
+                continue
+            if generated:
                 continue
             for rx, what in ((r'\b20\d\d-[01]\d-[0-3]\d\b', "date"),
                              (r'\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b', "commit hash"),
