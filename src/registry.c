@@ -653,13 +653,13 @@ void registry_log_failure(struct registry *r, struct endpoint *e, int64_t messag
     }
     log_q(detail ? detail : "", d, sizeof d);
     if (dead)
-        log_warn("dead_letter", "endpoint=%s message_id=%lld attempts=%d error_class=%s status=%d detail=%s%s",
-                 e->conf->def.name, (long long)message_id, attempts, error_class[0] ? error_class : "none", status,
+        log_warn("dead_letter", "endpoint=%s error_class=%s status=%d attempts=%d message_id=%lld detail=%s%s",
+                 e->conf->def.name, error_class[0] ? error_class : "none", status, attempts, (long long)message_id,
                  d, first ? " note=\"the endpoint's first failure since start or its last success\"" : "");
     else
-        log_warn("endpoint_failing", "endpoint=%s message_id=%lld error_class=%s status=%d detail=%s "
+        log_warn("endpoint_failing", "endpoint=%s error_class=%s status=%d message_id=%lld detail=%s "
                  "note=\"first failure since start or the last success; retried with backoff\"",
-                 e->conf->def.name, (long long)message_id, error_class[0] ? error_class : "none", status, d);
+                 e->conf->def.name, error_class[0] ? error_class : "none", status, (long long)message_id, d);
 }
 
 void registry_log_success(struct registry *r, struct endpoint *e, int64_t now)
