@@ -31,7 +31,7 @@ enum proto_op {
     OP__COUNT
 };
 
-/* Error codes (the documented set; see README "Errors"). */
+/* Error codes (the documented set, each with whether to retry: hookd-protocol(7)). */
 #define PERR_BAD_JSON          "bad_json"
 #define PERR_BAD_REQUEST       "bad_request"
 #define PERR_UNKNOWN_OP        "unknown_op"
@@ -46,6 +46,7 @@ enum proto_op {
 #define PERR_STORAGE_ERROR     "storage_error"
 #define PERR_STORAGE_UNAVAILABLE "storage_unavailable"
 #define PERR_SHUTTING_DOWN     "shutting_down"
+#define PERR_BUSY              "busy"      /* [server] max_clients reached */
 #define PERR_INTERNAL          "internal"
 
 /* requeue's "statuses": bit i is queue status i (store.h, enum msg_status) */

@@ -54,6 +54,8 @@ struct endpoint {
     int stale;                   /* shared: another node blocked it (breaker, pause):
                                   * read its health row under lock next round */
     struct opsev_flap flap;      /* breaker events' quiet period */
+    int failing_logged;          /* its first failure since start or its last
+                                  * success was logged (registry_log_failure) */
     struct {                     /* this [history] bucket's counts not yet stored */
         int64_t bucket;
         uint32_t ok, fail, opens;
@@ -92,6 +94,9 @@ struct registry {
     /* breaker transition lines: a budget, and what it held back by state */
     struct log_budget tlog;
     long held_to[3];             /* indexed by enum breaker_state */
+    /* failure lines (an endpoint starting to fail, dead letters): the same */
+    struct log_budget flog;
+    long held_failing, held_dead;
     /* operational events (the writer's; NULL: none) */
     struct notify *notify;
     size_t flapping;             /* endpoints holding breaker events (a hint,
@@ -168,6 +173,15 @@ void endpoint_health_row(const struct endpoint *e, struct store_health *out);
 void registry_log_transition(struct registry *r, struct endpoint *e, const struct breaker_transition *t,
                              int64_t now);
 void registry_log_flush(struct registry *r, int64_t now);
+/* What makes a failing endpoint visible at the default level: its first
+ * failed attempt since start or since its last success
+ * (event=endpoint_failing), every dead letter (event=dead_letter), and
+ * its first success after a logged failure (event=endpoint_delivering),
+ * under a budget like the transitions'. detail: hookd's or libcurl's own
+ * text of a transport error (escaped here); never a response body. */
+void registry_log_failure(struct registry *r, struct endpoint *e, int64_t message_id, int attempts, int dead,
+                          int status, const char *error_class, const char *detail, int64_t now);
+void registry_log_success(struct registry *r, struct endpoint *e, int64_t now);
 
 /* One attempt's result (ok: delivered) for the endpoint's history
  * bucket; a new bucket hands the old one's counts to hist_out. */

@@ -548,7 +548,7 @@ static const struct cmd commands[] = {
      OB(O_CONFIG) | OB(O_SOCKET) | OB(O_TIMEOUT) | OB(O_ONCE) | OB(O_SORT), 0, 0, NULL, NULL, NULL},
     {"backup", run_backup, 0, 0, "backup FILE [-c FILE]",
      "Write an online, consistent copy of the database to FILE (which must not exist); the daemon\n"
-     "                   may be running. Restore: README, \"Backup and restore\".",
+     "                   may be running. Restore: hookd restore.",
      OB(O_CONFIG), 1, 1, NULL, NULL, NULL},
     {"restore", run_restore, 0, 0, "restore FILE [-c FILE]",
      "Put a copy made by backup in place of the database (hookd must be stopped); the replaced\n"

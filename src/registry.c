@@ -49,6 +49,8 @@ int registry_init(struct registry *r, const struct config *c)
     r->nodes = 1;
     r->tlog.window_ms = 10000;
     r->tlog.limit = REGISTRY_TRANSITION_LINES;
+    r->flog.window_ms = 10000;
+    r->flog.limit = REGISTRY_TRANSITION_LINES;
     return rehash(r, 64);
 }
 
@@ -438,8 +440,14 @@ void registry_round_commit(struct registry *r)
 
 void registry_log_flush(struct registry *r, int64_t now)
 {
-    long n = log_budget_roll(&r->tlog, now);
+    long n = log_budget_roll(&r->tlog, now), nf = log_budget_roll(&r->flog, now);
 
+    if (nf) {
+        log_warn("endpoint_failures", "held_back=%ld failing=%ld dead_letters=%ld window_ms=%lld "
+                 "note=\"more than %d failure lines in the window; hookd endpoints and hookd dead-letters show each\"",
+                 nf, r->held_failing, r->held_dead, (long long)r->flog.window_ms, r->flog.limit);
+        r->held_failing = r->held_dead = 0;
+    }
     if (n == 0)
         return;
     log_warn("breaker_transitions", "held_back=%ld to_open=%ld to_half_open=%ld to_closed=%ld window_ms=%lld "
@@ -624,4 +632,44 @@ void registry_log_transition(struct registry *r, struct endpoint *e, const struc
     log_warn("breaker_transition", "endpoint=%s from=%s to=%s reason=\"%s\" failures=%u cooldown_ms=%lld",
              e->conf->def.name, breaker_state_name(t->from), breaker_state_name(t->to),
              t->reason ? t->reason : "", e->br.consecutive_failures, (long long)e->br.cooldown_ms);
+}
+
+void registry_log_failure(struct registry *r, struct endpoint *e, int64_t message_id, int attempts, int dead,
+                          int status, const char *error_class, const char *detail, int64_t now)
+{
+    char d[160];
+    int first = !e->failing_logged;
+
+    if (!dead && !first)
+        return;
+    e->failing_logged = 1;
+    registry_log_flush(r, now);
+    if (!log_budget_take(&r->flog, now)) {
+        if (dead)
+            r->held_dead++;
+        else
+            r->held_failing++;
+        return;
+    }
+    log_q(detail ? detail : "", d, sizeof d);
+    if (dead)
+        log_warn("dead_letter", "endpoint=%s error_class=%s status=%d attempts=%d message_id=%lld detail=%s%s",
+                 e->conf->def.name, error_class[0] ? error_class : "none", status, attempts, (long long)message_id,
+                 d, first ? " note=\"the endpoint's first failure since start or its last success\"" : "");
+    else
+        log_warn("endpoint_failing", "endpoint=%s error_class=%s status=%d message_id=%lld detail=%s "
+                 "note=\"first failure since start or the last success; retried with backoff\"",
+                 e->conf->def.name, error_class[0] ? error_class : "none", status, (long long)message_id, d);
+}
+
+void registry_log_success(struct registry *r, struct endpoint *e, int64_t now)
+{
+    if (!e->failing_logged)
+        return;
+    e->failing_logged = 0;
+    registry_log_flush(r, now);
+    if (!log_budget_take(&r->flog, now))
+        return;
+    log_info("endpoint_delivering", "endpoint=%s note=\"delivered again after a logged failure\"",
+             e->conf->def.name);
 }

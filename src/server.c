@@ -392,7 +392,7 @@ static void do_accept(void)
             return;
         }
         if ((int64_t)S.nconns >= S.c->max_clients) {
-            static const char msg[] = "{\"ok\":false,\"error\":{\"code\":\"busy\",\"message\":\"too many clients\"}}\n";
+            static const char msg[] = "{\"ok\":false,\"error\":{\"code\":\"" PERR_BUSY "\",\"message\":\"too many clients\"}}\n";
             if (send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
                 (void)0;
             close(fd);

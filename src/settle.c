@@ -145,6 +145,11 @@ static int endpoint_effects(struct registry *r, struct store *st, struct endpoin
         return 0;
     }
     registry_history_note(r, e, row->outcome == OUTCOME_DELIVERED, now);
+    if (row->outcome == OUTCOME_DELIVERED)
+        registry_log_success(r, e, now);
+    else   /* a transport error's text is hookd's or libcurl's; a body is the receiver's: not logged */
+        registry_log_failure(r, e, j->id, row->s.attempts, row->s.verdict == SETTLE_DEAD, j->http_status,
+                             row->error_class, j->http_status ? NULL : j->error, now);
     if (row->hold_until > e->hold_until)
         e->hold_until = row->hold_until;
     if (row->s.verdict == SETTLE_RETRY && row->s.next_attempt_at < e->next_due)

@@ -346,7 +346,8 @@ def test_breaker_storm_is_summarised_not_logged_line_by_line(hookd):
     """40 endpoints whose connections are refused open their breakers
     (failure_threshold 1) within a second: 20 breaker_transition lines,
     then one breaker_transitions line counting the other 20 when the 10 s
-    window ends. Every breaker is open all the same."""
+    window ends; their dead letters likewise (dead_letter, endpoint_failures).
+    Every breaker is open all the same."""
     from conftest import free_port
     port = free_port()   # nothing listens there
     eps = {"p%02d" % i: {"url": "http://127.0.0.1:%d/p%d" % (port, i), "failure_threshold": 1,
@@ -363,6 +364,10 @@ def test_breaker_storm_is_summarised_not_logged_line_by_line(hookd):
     assert len(summary) == 1, summary
     assert summary[0]["held_back"] == "20" and summary[0]["to_open"] == "20", summary[0]
     assert summary[0]["to_closed"] == "0" and summary[0]["to_half_open"] == "0"
+    # the 40 dead letters share a budget of their own, summarised the same way
+    assert len(events(d, "dead_letter")) == 20
+    fsum = events(d, "endpoint_failures")
+    assert len(fsum) == 1 and fsum[0]["held_back"] == "20" and fsum[0]["dead_letters"] == "20", fsum
 
 
 @pytest.mark.serial  # holds a wall-clock bound
