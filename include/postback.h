@@ -40,9 +40,10 @@ int postback_build(const struct ep_conf *e, const struct postback_msg *m, struct
                    enum errclass *errc, char *why, size_t whylen);
 void postback_req_free(struct postback_req *rq);
 
-/* The first POSTBACK_EXCERPT bytes of a response for the attempt log:
- * control characters escaped (\n, \t, \xHH), bytes that are not UTF-8
- * as \xHH. A malloc'd string, NULL when n is 0 or out of memory. */
+/* The first POSTBACK_EXCERPT bytes of a response for the attempt log,
+ * escaped as esc.h's ESC_TEXT (\n, \t, \xHH for C0 controls and bytes
+ * that are not UTF-8, \uHHHH for C1 controls and bidi overrides). A
+ * malloc'd string, NULL when n is 0 or out of memory. */
 char *postback_excerpt(const char *s, size_t n);
 
 /* Does the response body (its first bytes) hold success_body? */

@@ -101,34 +101,13 @@ static size_t whole_chars(const char *s, size_t n)
 
 char *postback_excerpt(const char *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
     struct buf b = {0};
-    size_t i;
-    int utf8;
 
     if (n == 0)
         return NULL;
     if (n > POSTBACK_EXCERPT)
         n = whole_chars(s, POSTBACK_EXCERPT);
-    utf8 = util_utf8_valid(s, n);
-    for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '\n')
-            buf_puts(&b, "\\n");
-        else if (c == '\r')
-            buf_puts(&b, "\\r");
-        else if (c == '\t')
-            buf_puts(&b, "\\t");
-        else if (c == '\\')
-            buf_puts(&b, "\\\\");
-        else if (c < 0x20 || c == 0x7f || (c >= 0x80 && !utf8)) {
-            char e[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
-            buf_append(&b, e, 4);
-        } else {
-            buf_append(&b, s + i, 1);
-        }
-    }
-    if (b.failed) {
+    if (buf_esc(&b, s, n, ESC_TEXT) < 0 || !b.p) {
         buf_free(&b);
         return NULL;
     }
