@@ -36,6 +36,7 @@ LIB_SRCS := \
 	src/netpolicy.c \
 	src/jpath.c \
 	src/tpl.c \
+	src/urlmask.c \
 	src/tbucket.c \
 	src/limiter.c \
 	src/slotq.c \

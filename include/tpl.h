@@ -1,6 +1,7 @@
 /* tpl.h - postback templates: URLs (and ordering keys) with macros such
  * as {click_id}, #click_id# or [CLICK_ID] filled from each message's
- * payload, value mappings, form bodies and the masking of what is shown.
+ * payload, value mappings, form bodies, and the {secret} masked in what
+ * is shown (urlmask.h masks the rest).
  * Pure: no I/O, no clock (the caller passes the attempt's time), so the
  * unit tests and the fuzz target drive it directly.
  *
@@ -85,9 +86,5 @@ int tpl_expand(const struct tpl *t, const struct tpl_vars *v, struct buf *out, s
 int tpl_form(const struct tpl_vars *v, struct buf *out, char *why, size_t whylen);
 
 int tpl_pct_encode(struct buf *b, const char *s, size_t n);
-
-/* url with the values of the query parameters named in list (comma or
- * blank separated, case-insensitive) replaced by TPL_MASK. */
-int tpl_mask_query(const char *url, const char *list, struct buf *out);
 
 #endif

@@ -2,6 +2,7 @@
 #include "postback.h"
 #include "netpolicy.h"
 #include "tpl.h"
+#include "urlmask.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,7 @@ int postback_build(const struct ep_conf *e, const struct postback_msg *m, struct
     if (r == TPL_OK && e->body == EP_BODY_FORM)
         r = tpl_form(&v, &rq->body, why, whylen);
     if (r == TPL_OK &&
-        tpl_mask_query(masked.p, def->mask_params ? def->mask_params : EP_MASK_DEFAULT, &rq->shown) < 0)
+        urlmask_url(masked.p, def->mask_params, &rq->shown) < 0)
         r = -1;
     buf_free(&masked);
     if (r == TPL_OK && e->url_tpl.nmacros) {

@@ -1,4 +1,4 @@
-/* tpl.c - postback templates: parsing, expansion, mappings, masking. */
+/* tpl.c - postback templates: parsing, expansion, mappings. */
 #include "tpl.h"
 #include "jpath.h"
 
@@ -433,48 +433,4 @@ int tpl_form(const struct tpl_vars *v, struct buf *out, char *why, size_t whylen
         return TPL_BAD_VALUE;
     }
     return out->failed || r < 0 ? -1 : TPL_OK;
-}
-
-/* ---- masking ---- */
-
-static int listed(const char *list, const char *name, size_t n)
-{
-    const char *p = list;
-
-    while (*p) {
-        size_t len;
-        p += strspn(p, ", \t");
-        len = strcspn(p, ", \t");
-        if (len && len == n && strncasecmp(p, name, n) == 0)
-            return 1;
-        p += len;
-    }
-    return 0;
-}
-
-int tpl_mask_query(const char *url, const char *list, struct buf *out)
-{
-    const char *q = strchr(url, '?'), *p;
-
-    buf_append(out, "", 0);
-    if (!q || !list) {
-        buf_puts(out, url);
-        return out->failed ? -1 : 0;
-    }
-    buf_append(out, url, (size_t)(q - url) + 1);
-    for (p = q + 1; *p;) {
-        size_t len = strcspn(p, "&"), nlen = strcspn(p, "=&");
-        if (nlen < len && listed(list, p, nlen)) {
-            buf_append(out, p, nlen + 1);
-            buf_puts(out, TPL_MASK);
-        } else {
-            buf_append(out, p, len);
-        }
-        p += len;
-        if (*p == '&') {
-            buf_puts(out, "&");
-            p++;
-        }
-    }
-    return out->failed ? -1 : 0;
 }

@@ -227,22 +227,6 @@ static void test_form_body(void **state)
     buf_free(&out);
 }
 
-static void test_mask_query(void **state)
-{
-    struct buf b = {0};
-
-    (void)state;
-    assert_int_equal(tpl_mask_query("http://h/p?subid=1&token=abc&Key=k2&x=&sig", EP_MASK_DEFAULT, &b), 0);
-    assert_string_equal(b.p, "http://h/p?subid=1&token=***&Key=***&x=&sig");
-    buf_reset(&b);
-    assert_int_equal(tpl_mask_query("http://h/p", EP_MASK_DEFAULT, &b), 0);
-    assert_string_equal(b.p, "http://h/p");
-    buf_reset(&b);
-    assert_int_equal(tpl_mask_query("http://h/p?a=1&b=2", "b, c", &b), 0);
-    assert_string_equal(b.p, "http://h/p?a=1&b=***");
-    buf_free(&b);
-}
-
 static void test_jpath_robust(void **state)
 {
     static const char *const junk[] = {"", "{", "{\"a\"", "{\"a\":", "{\"a\":\"x", "{\"a\":tru}", "[", "\"\\u12",
@@ -397,7 +381,6 @@ int main(void)
         cmocka_unit_test(test_raw_missing_and_maps),
         cmocka_unit_test(test_malformed_templates),
         cmocka_unit_test(test_form_body),
-        cmocka_unit_test(test_mask_query),
         cmocka_unit_test(test_jpath_robust),
         cmocka_unit_test(test_success_statuses),
         cmocka_unit_test(test_excerpt_and_body_check),
