@@ -59,6 +59,7 @@ struct ep_request {
     char *success_body;      /* NULL: any body */
     char *mask_params;       /* names masked besides urlmask.h's rules; NULL: none */
     char *ordering_key;      /* NULL: no ordering */
+    char *raw_allow;         /* {x|raw} macros whose value may hold URL syntax; NULL: none */
     char **map_name;         /* nmaps of each (an endpoint per affiliate: */
     char **map_spec;         /* 50,000 of these must stay small) */
     size_t nmaps;

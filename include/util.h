@@ -55,6 +55,10 @@ void util_random_id(const char *prefix, char *out, size_t n);
 /* FNV-1a of n bytes, folded to lower case when fold is set (host names). */
 uint64_t util_hash(const char *s, size_t n, int fold);
 
+/* Is s[0..n) one of the words of list (comma or blank separated),
+ * ignoring case? NULL lists nothing. */
+int util_word_listed(const char *list, const char *s, size_t n);
+
 /* Copy at most n-1 bytes and terminate. */
 void util_strlcpy(char *dst, const char *src, size_t n);
 

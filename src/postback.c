@@ -38,6 +38,7 @@ int postback_build(const struct ep_conf *e, const struct postback_msg *m, struct
     v.nmaps = e->nmaps;
     v.missing_fail = def->on_missing_fail;
     v.encode = 1;
+    v.raw_allow = def->raw_allow;
     r = tpl_expand(&e->url_tpl, &v, &rq->url, &masked, why, whylen);
     if (r == TPL_OK && e->body == EP_BODY_FORM)
         r = tpl_form(&v, &rq->body, why, whylen);
@@ -74,11 +75,51 @@ int postback_build(const struct ep_conf *e, const struct postback_msg *m, struct
     case TPL_BAD_VALUE:
         *errc = ERRC_TEMPLATE;
         return -1;
+    case TPL_UNSAFE:
+        *errc = ERRC_TEMPLATE_UNSAFE;
+        return -1;
     default:
         *errc = ERRC_INTERNAL;
         snprintf(why, whylen, "out of memory");
         return -1;
     }
+}
+
+/* Every occurrence of what (when not empty) in s replaced by TPL_MASK. */
+static void mask_value(struct buf *out, const char *s, const char *what)
+{
+    size_t wl = what ? strlen(what) : 0;
+    const char *hit;
+
+    while (wl && (hit = strstr(s, what))) {
+        buf_append(out, s, (size_t)(hit - s));
+        buf_puts(out, TPL_MASK);
+        s = hit + wl;
+    }
+    buf_puts(out, s);
+}
+
+char *postback_effective_shown(const struct ep_conf *e, const char *sent, const char *effective)
+{
+    const char *secret = e->def.nsecrets ? e->def.secrets[0] : NULL;
+    struct buf enc = {0}, a = {0}, b = {0}, shown = {0};
+
+    if (!effective || !sent || strcmp(sent, effective) == 0)
+        return NULL;
+    /* {secret} went out percent-encoded, or as it is with |raw */
+    if (secret)
+        tpl_pct_encode(&enc, secret, strlen(secret));
+    mask_value(&a, effective, enc.p);
+    mask_value(&b, a.p ? a.p : "", secret);
+    urlmask_url(b.p ? b.p : "", e->def.rq.mask_params, &shown);
+    buf_free(&enc);
+    buf_free(&a);
+    buf_free(&b);
+    if (shown.failed || enc.failed) {
+        buf_free(&shown);
+        return NULL;
+    }
+    return shown.p;
 }
 
 /* The length of the longest prefix of s[0..n) that does not end inside

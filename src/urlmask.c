@@ -5,22 +5,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* Is s[0..n) one of the words of list (comma or blank separated)? */
-static int listed(const char *list, const char *s, size_t n)
-{
-    const char *p = list;
-
-    while (p && *p) {
-        size_t len;
-        p += strspn(p, ", \t");
-        len = strcspn(p, ", \t");
-        if (len && len == n && strncasecmp(p, s, n) == 0)
-            return 1;
-        p += len;
-    }
-    return 0;
-}
-
 static int hexval(char c)
 {
     return isdigit((unsigned char)c) ? c - '0' : isxdigit((unsigned char)c) ? (tolower((unsigned char)c) - 'a' + 10) : -1;
@@ -60,7 +44,7 @@ int urlmask_param_secret(const char *name, size_t n, const char *extra)
     for (i = 0; i < sizeof words / sizeof words[0]; i++)
         if (memmem(d, (size_t)dl, words[i], strlen(words[i])))
             return 1;
-    return listed(extra, d, (size_t)dl);
+    return util_word_listed(extra, d, (size_t)dl);
 }
 
 int urlmask_segment_random(const char *s, size_t n)
@@ -109,13 +93,13 @@ static void mask_query(const char *q, size_t n, const char *extra, struct buf *o
 int urlmask_url(const char *url, const char *extra, struct buf *out)
 {
     const char *a = strstr(url, "://");
-    size_t start = a ? (size_t)(a + 3 - url) + strcspn(a + 3, "/?#") : 0;
-    size_t end = start + strcspn(url + start, "?#"), i = start;
+    size_t start = a ? (size_t)(a + 3 - url) + strcspn(a + 3, "/?") : 0;
+    size_t end = start + strcspn(url + start, "?"), i = start;
     int after_hook = 0;
 
     buf_append(out, url, start);
     while (i < end) {
-        size_t len = strcspn(url + i, "/?#");
+        size_t len = strcspn(url + i, "/?");
         if (url[i] == '/') {
             buf_append(out, "/", 1);
             i++;
@@ -125,18 +109,14 @@ int urlmask_url(const char *url, const char *extra, struct buf *out)
             buf_puts(out, URLMASK);
         else
             buf_append(out, url + i, len);
-        if (listed(URLMASK_HOOK_SEGMENTS, url + i, len))
+        if (util_word_listed(URLMASK_HOOK_SEGMENTS, url + i, len))
             after_hook = 1;
         i += len;
     }
+    /* a '#' is no fragment: URLs with one are refused, and in templates
+     * it may delimit macros (#name#) */
     if (url[end] == '?') {
-        size_t qn = strcspn(url + end + 1, "#");
         buf_append(out, "?", 1);
-        mask_query(url + end + 1, qn, extra, out);
-        end += 1 + qn;
-    }
-    if (url[end] == '#') {   /* never sent (the URL check refuses it), masked alike */
-        buf_append(out, "#", 1);
         mask_query(url + end + 1, strlen(url + end + 1), extra, out);
     }
     return out->failed ? -1 : 0;

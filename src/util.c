@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -334,6 +335,21 @@ uint64_t util_hash(const char *s, size_t n, int fold)
         h = (h ^ c) * 1099511628211ull;
     }
     return h;
+}
+
+int util_word_listed(const char *list, const char *s, size_t n)
+{
+    const char *p = list;
+
+    while (p && *p) {
+        size_t len;
+        p += strspn(p, ", \t");
+        len = strcspn(p, ", \t");
+        if (len && len == n && strncasecmp(p, s, n) == 0)
+            return 1;
+        p += len;
+    }
+    return 0;
 }
 
 void util_strlcpy(char *dst, const char *src, size_t n)

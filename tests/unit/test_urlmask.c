@@ -49,7 +49,8 @@ static const struct {
     {"http://h", NULL, "http://h"},
     {"http://h?token=1", NULL, "http://h?token=***"},
     {"http://h//x/", NULL, "http://h//x/"},
-    {"http://h/p#access_token=T", NULL, "http://h/p#access_token=***"},
+    {"http://h/p?c=#c#&token=#t#&d=[D]", NULL, "http://h/p?c=#c#&token=***&d=[D]"},   /* templates */
+    {"http://h/{a}/x?key={k}&k={k}", NULL, "http://h/{a}/x?key=***&k={k}"},
     {"", NULL, ""},
 };
 
