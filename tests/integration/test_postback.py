@@ -308,3 +308,21 @@ def test_ordering_dead_letter_releases_the_next(hookd, receiver):
     assert d.wait_status(one["id"], DONE)["status"] == "dead_letter"
     assert d.wait_status(two["id"], DONE)["status"] == "delivered"
     assert [r.line for r in rcv.snapshot()] == ["GET /pb?k=K&n=1 HTTP/1.1", "GET /pb?k=K&n=2 HTTP/1.1"]
+
+
+def test_credentials_in_urls_masked_for_readers(hookd, receiver):
+    """Query parameters by name fragment and path credentials are masked
+    in listings and attempt logs; the request itself carries them."""
+    rcv = receiver(200)
+    tok = "Zx81Kq02Lm93Np04Rs75Tu6v"
+    url = rcv.url("/services/T01/B02/" + tok) + "?apiKey=K1&X-Auth-Token=K2&client_secret=K3&page=2"
+    d = hookd(endpoints={"slack": {"url": url, "max_attempts": 1}})
+    shown = rcv.url("/services/***/***/***") + "?apiKey=***&X-Auth-Token=***&client_secret=***&page=2"
+    assert d.endpoints()["slack"]["url"] == shown
+    r = d.enqueue("slack", {"n": 1})
+    assert d.wait_status(r["id"], DONE)["status"] == "delivered"
+    assert tok in rcv.wait_for(1)[0].line and "apiKey=K1" in rcv.wait_for(1)[0].line
+    (a,) = attempts(d, r["id"])
+    assert a["url"] == shown, a
+    out = cli(d, "endpoints").stdout + cli(d, "attempts", str(r["id"])).stdout
+    assert tok not in out and "K1" not in out and "K2" not in out and "K3" not in out, out
