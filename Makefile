@@ -38,10 +38,12 @@ LIB_SRCS := \
 	src/netpolicy.c \
 	src/jpath.c \
 	src/tpl.c \
+	src/urlmask.c \
 	src/tbucket.c \
 	src/limiter.c \
 	src/slotq.c \
 	src/xfer.c \
+	src/esc.c \
 	src/util.c \
 	src/log.c \
 	src/settings.c \

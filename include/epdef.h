@@ -49,7 +49,6 @@ struct ep_settings {
 enum ep_method { EP_POST = 0, EP_GET, EP_PUT };
 enum ep_body { EP_BODY_AUTO = 0, EP_BODY_JSON, EP_BODY_FORM, EP_BODY_NONE };
 #define EP_MAPS_MAX 32
-#define EP_MASK_DEFAULT "token, key, secret, password, sig, signature, hash"
 struct ep_request {
     int method;              /* enum ep_method */
     int body;                /* enum ep_body; AUTO: json for POST/PUT, none for GET */
@@ -58,8 +57,9 @@ struct ep_request {
     int sign_none;
     char *success_status;    /* NULL: 200-299 */
     char *success_body;      /* NULL: any body */
-    char *mask_params;       /* NULL: EP_MASK_DEFAULT */
+    char *mask_params;       /* names masked besides urlmask.h's rules; NULL: none */
     char *ordering_key;      /* NULL: no ordering */
+    char *raw_allow;         /* {x|raw} macros whose value may hold URL syntax; NULL: none */
     char **map_name;         /* nmaps of each (an endpoint per affiliate: */
     char **map_spec;         /* 50,000 of these must stay small) */
     size_t nmaps;

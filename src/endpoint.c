@@ -1,6 +1,7 @@
 /* endpoint.c - endpoint snapshots for the delivery threads, and the
  * JSON forms of a definition (endpoint.put requests, stored lists). */
 #include "endpoint.h"
+#include "urlmask.h"
 #include "settings.h"
 #include "util.h"
 
@@ -66,7 +67,7 @@ static int request_build(struct ep_conf *e)
         e->has_ok = 1;
     }
     if (e->url_tpl.nmacros == 0) {
-        if (tpl_mask_query(e->def.url, rq->mask_params ? rq->mask_params : EP_MASK_DEFAULT, &b) < 0)
+        if (urlmask_url(e->def.url, rq->mask_params, &b) < 0)
             return -1;
         e->shown_url = b.p;
     }

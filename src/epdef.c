@@ -38,6 +38,7 @@ void ep_def_free(struct ep_def *d)
     free(d->rq.success_body);
     free(d->rq.mask_params);
     free(d->rq.ordering_key);
+    free(d->rq.raw_allow);
     for (i = 0; i < d->rq.nmaps; i++) {
         free(d->rq.map_name[i]);
         free(d->rq.map_spec[i]);
@@ -81,7 +82,8 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
     if (dup_opt(&dst->rq.success_status, src->rq.success_status) < 0 ||
         dup_opt(&dst->rq.success_body, src->rq.success_body) < 0 ||
         dup_opt(&dst->rq.mask_params, src->rq.mask_params) < 0 ||
-        dup_opt(&dst->rq.ordering_key, src->rq.ordering_key) < 0)
+        dup_opt(&dst->rq.ordering_key, src->rq.ordering_key) < 0 ||
+        dup_opt(&dst->rq.raw_allow, src->rq.raw_allow) < 0)
         goto fail;
     for (i = 0; i < src->rq.nmaps; i++) {
         if (grow_one(&dst->rq.map_name, i) < 0 || grow_one(&dst->rq.map_spec, i) < 0)
@@ -281,6 +283,8 @@ static int request_set(struct ep_request *rq, const char *key, const char *value
         return set_str(&rq->mask_params, value, 1024, err, errlen);
     if (strcmp(key, "ordering_key") == 0)
         return set_str(&rq->ordering_key, value, 512, err, errlen);
+    if (strcmp(key, "raw_allow") == 0)   /* checked against the url by ep_request_validate */
+        return set_str(&rq->raw_allow, value, 512, err, errlen);
     if (strncmp(key, "map.", 4) == 0) {
         struct tpl_map m;
         size_t i;
@@ -335,6 +339,8 @@ void ep_request_each(const struct ep_def *d, void (*fn)(void *ctx, const char *k
         fn(ctx, "mask_params", rq->mask_params);
     if (rq->ordering_key)
         fn(ctx, "ordering_key", rq->ordering_key);
+    if (rq->raw_allow)
+        fn(ctx, "raw_allow", rq->raw_allow);
     for (i = 0; i < rq->nmaps; i++) {
         snprintf(key, sizeof key, "map.%s", rq->map_name[i]);
         fn(ctx, key, rq->map_spec[i]);
@@ -435,6 +441,12 @@ static int ep_request_validate(const struct ep_def *d, char *err, size_t errlen)
     }
     /* the shape of the URL with every macro filled in */
     rc = tpl_skeleton(&t, "x", &sk) < 0 ? -1 : netpolicy_url_check(sk.p, why, sizeof why);
+    if (rc == 0 && tpl_raw_allow_check(&t, rq->raw_allow, why, sizeof why) < 0) {
+        tpl_free(&t);
+        buf_free(&sk);
+        snprintf(err, errlen, "raw_allow: %s", why);
+        return -1;
+    }
     tpl_free(&t);
     buf_free(&sk);
     if (rc < 0) {

@@ -1,4 +1,4 @@
-/* tpl.c - postback templates: parsing, expansion, mappings, masking. */
+/* tpl.c - postback templates: parsing, expansion, mappings. */
 #include "tpl.h"
 #include "jpath.h"
 
@@ -322,6 +322,46 @@ static int macro_value(const struct tpl *t, const struct tpl_seg *g, const struc
     return 0;
 }
 
+/* A raw value in a URL stays a value: no separator, escape or dot
+ * segment of its own unless the endpoint allows it for this macro. */
+static int raw_syntax(const char *s, const struct tpl_seg *g, const char *name, const char *allow, char *why,
+                      size_t whylen)
+{
+    size_t k = strcspn(s, TPL_RAW_SYNTAX);
+    const char *dots = strstr(s, "..");
+
+    if ((!s[k] && !dots) || util_word_listed(allow, name, g->name_len))
+        return TPL_OK;
+    if (s[k])
+        snprintf(why, whylen, "the value of macro '%.*s|raw' holds '%c', which would change the URL's shape "
+                 "(raw_allow = %.*s permits it)", (int)g->name_len, name, s[k], (int)g->name_len, name);
+    else
+        snprintf(why, whylen, "the value of macro '%.*s|raw' holds '..', which would change the URL's shape "
+                 "(raw_allow = %.*s permits it)", (int)g->name_len, name, (int)g->name_len, name);
+    return TPL_UNSAFE;
+}
+
+int tpl_raw_allow_check(const struct tpl *t, const char *list, char *err, size_t errlen)
+{
+    const char *p = list;
+
+    while (p && *p) {
+        size_t len, i;
+        int found = 0;
+        p += strspn(p, ", \t");
+        len = strcspn(p, ", \t");
+        for (i = 0; len && i < t->nseg && !found; i++)
+            found = t->seg[i].raw && t->seg[i].name_len == len && memcmp(t->src + t->seg[i].name_off, p, len) == 0;
+        if (len && !found) {
+            snprintf(err, errlen, "'%.*s' is not a {%.*s|raw} macro of the url", (int)(len > 64 ? 64 : len), p,
+                     (int)(len > 64 ? 64 : len), p);
+            return -1;
+        }
+        p += len;
+    }
+    return 0;
+}
+
 int tpl_expand(const struct tpl *t, const struct tpl_vars *v, struct buf *out, struct buf *shown, char *why,
                size_t whylen)
 {
@@ -370,6 +410,10 @@ int tpl_expand(const struct tpl *t, const struct tpl_vars *v, struct buf *out, s
                     rc = TPL_BAD_VALUE;
                     goto out;
                 }
+            if (v->encode && raw_syntax(s, g, name, v->raw_allow, why, whylen) != TPL_OK) {
+                rc = TPL_UNSAFE;
+                goto out;
+            }
             buf_puts(out, s);
         } else if (v->encode) {
             tpl_pct_encode(out, s, strlen(s));
@@ -433,48 +477,4 @@ int tpl_form(const struct tpl_vars *v, struct buf *out, char *why, size_t whylen
         return TPL_BAD_VALUE;
     }
     return out->failed || r < 0 ? -1 : TPL_OK;
-}
-
-/* ---- masking ---- */
-
-static int listed(const char *list, const char *name, size_t n)
-{
-    const char *p = list;
-
-    while (*p) {
-        size_t len;
-        p += strspn(p, ", \t");
-        len = strcspn(p, ", \t");
-        if (len && len == n && strncasecmp(p, name, n) == 0)
-            return 1;
-        p += len;
-    }
-    return 0;
-}
-
-int tpl_mask_query(const char *url, const char *list, struct buf *out)
-{
-    const char *q = strchr(url, '?'), *p;
-
-    buf_append(out, "", 0);
-    if (!q || !list) {
-        buf_puts(out, url);
-        return out->failed ? -1 : 0;
-    }
-    buf_append(out, url, (size_t)(q - url) + 1);
-    for (p = q + 1; *p;) {
-        size_t len = strcspn(p, "&"), nlen = strcspn(p, "=&");
-        if (nlen < len && listed(list, p, nlen)) {
-            buf_append(out, p, nlen + 1);
-            buf_puts(out, TPL_MASK);
-        } else {
-            buf_append(out, p, len);
-        }
-        p += len;
-        if (*p == '&') {
-            buf_puts(out, "&");
-            p++;
-        }
-    }
-    return out->failed ? -1 : 0;
 }
