@@ -209,6 +209,7 @@ struct endpoint *registry_install(struct registry *r, int64_t id, const struct e
         /* jobs claimed ahead with the old settings go back, to be claimed
          * again with the new ones */
         __atomic_store_n(&old->hold, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&old->halt, 1, __ATOMIC_RELAXED);   /* not even those waiting for a host slot */
         ep_conf_unref(old);
     }
     e->from_config = from_config;
@@ -225,13 +226,17 @@ void registry_sync_hold(struct endpoint *e)
 {
     __atomic_store_n(&e->conf->hold, e->paused || e->br.state != BREAKER_CLOSED || e->hold_until != 0,
                      __ATOMIC_RELAXED);
+    __atomic_store_n(&e->conf->halt, e->paused, __ATOMIC_RELAXED);
 }
 
 void registry_remove(struct registry *r, struct endpoint *e)
 {
     struct endpoint *last = r->v[r->n - 1];
 
-    __atomic_store_n(&e->conf->hold, 1, __ATOMIC_RELAXED);   /* deleted: its jobs ahead go back */
+    /* deleted: its jobs that have not started go back (their rows are
+     * dead letters now, which their results leave as they are) */
+    __atomic_store_n(&e->conf->hold, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->conf->halt, 1, __ATOMIC_RELAXED);
     unlink_chains(r, e);
     last->slot = e->slot;
     r->v[e->slot] = last;
