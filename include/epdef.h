@@ -75,6 +75,8 @@ struct ep_def {
     size_t nheaders;
     char *event_types;  /* normalised "a,b,c"; "*" = every type; NULL = none */
     int paused;
+    int paused_given;   /* paused was said (a key, a stored row): it applies to
+                         * an existing endpoint; otherwise its state stays */
     struct ep_settings s;
     struct ep_request rq;
 };

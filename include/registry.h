@@ -28,6 +28,9 @@ struct endpoint {
                                   * delivery threads, replaced on change */
     int64_t id;
     int from_config;
+    int in_file;                 /* defined in this node's config file (shared
+                                  * stores: a config endpoint may be another
+                                  * node's) */
     int paused;
     int is_ops;                  /* the [ops] endpoint: no fan-out, no events about itself */
     int in_flight;               /* claimed and not settled, ahead ones included */

@@ -73,6 +73,7 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
     memcpy(dst->name, src->name, sizeof dst->name);
     dst->s = src->s;
     dst->paused = src->paused;
+    dst->paused_given = src->paused_given;
     dst->rq.method = src->rq.method;
     dst->rq.body = src->rq.body;
     dst->rq.macro_style = src->rq.macro_style;
@@ -410,6 +411,7 @@ int ep_def_set(struct ep_def *d, const char *key, const char *value, char *err, 
             snprintf(err, errlen, "not a valid boolean (yes/no)");
             return -1;
         }
+        d->paused_given = 1;
         return 0;
     }
     if ((r = request_set(&d->rq, key, value, err, errlen)) <= 0)

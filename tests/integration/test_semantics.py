@@ -108,3 +108,88 @@ def test_put_reaches_jobs_waiting_for_a_host_slot(hookd, receiver):
         assert verify_signature(SECRET_B, r.headers, r.body), "signed with the old secret: %r" % r
         assert not verify_signature(SECRET_A, r.headers, r.body), r
     assert sorted(set(old) | {r.event_id for r in new}) == sorted("pb%d" % i for i in range(6))
+
+
+# ------------------------------------------------------------------ 4: paused honoured when given
+
+def delivered_past(d, endpoint, tag):
+    """A message to another endpoint delivered: the dispatcher has been
+    round since, so a row of a paused endpoint left pending was passed
+    over, not merely not reached yet."""
+    (m,) = enqueue_n(d, endpoint, 1, tag)
+    d.wait_status(m, "delivered", 20)
+
+
+def paused_in_list(d, name):
+    return d.endpoints()[name]["paused"]
+
+
+def test_endpoint_put_paused_on_an_existing_endpoint(hookd, receiver):
+    rx = receiver(200)
+    d = hookd(endpoints={"c": {"url": rx.url("/c")}})
+    put = {"op": "endpoint.put", "name": "b", "url": rx.url("/b"), "secrets": [SECRET_A]}
+    admin(d, put)
+    (m0,) = enqueue_n(d, "b", 1, "b-before")
+    d.wait_status(m0, "delivered")
+
+    admin(d, dict(put, url=rx.url("/b2"), paused=True))
+    assert paused_in_list(d, "b") is True
+    assert d.sql("SELECT paused, pause_reason FROM endpoints WHERE name = 'b'") == [(1, "operator")]
+    (m1,) = enqueue_n(d, "b", 1, "b-paused")
+    delivered_past(d, "c", "c1")
+    row = d.row(m1)
+    assert row["status"] == "pending" and row["attempt_count"] == 0, row
+
+    admin(d, dict(put, url=rx.url("/b2")))          # paused left out: stays paused
+    assert paused_in_list(d, "b") is True
+    delivered_past(d, "c", "c2")
+    assert d.status(m1) == "pending"
+    assert "endpoint_paused" in d.log() and "reason=operator" in d.log()
+
+    admin(d, dict(put, url=rx.url("/b2"), paused=False))
+    assert paused_in_list(d, "b") is False
+    d.wait_status(m1, "delivered")
+    assert [r.event_id for r in rx.snapshot("/b2")] == ["b-paused0"]
+    assert d.sql("SELECT paused, pause_reason FROM endpoints WHERE name = 'b'") == [(0, None)]
+
+
+def test_config_paused_applies_on_sighup_and_at_restart(hookd, receiver):
+    import signal
+    rx = receiver(200)
+    eps = {"a": {"url": rx.url("/a")}, "c": {"url": rx.url("/c")}}
+    d = hookd(endpoints=eps)
+    assert paused_in_list(d, "a") is False
+
+    def write(paused):
+        secs = {k: dict(v) for k, v in d.sections.items()}
+        secs["endpoint.a"]["paused"] = paused    # None: the key left out
+        d.write_config(secs)
+
+    # SIGHUP: paused = yes added to an existing endpoint
+    write(True)
+    d.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: paused_in_list(d, "a") is True, 10, msg="a paused by the reload")
+    (m,) = enqueue_n(d, "a", 1, "a-paused")
+    delivered_past(d, "c", "c1")
+    assert d.status(m) == "pending"
+
+    # the key left out: a restart keeps it paused (the state is the store's)
+    write(None)
+    d.restart()
+    assert paused_in_list(d, "a") is True
+    delivered_past(d, "c", "c2")
+    assert d.status(m) == "pending"
+
+    # paused = no said: resumed at restart
+    write(False)
+    d.restart()
+    assert paused_in_list(d, "a") is False
+    d.wait_status(m, "delivered")
+
+    # and paused = yes added while stopped: paused at restart
+    write(True)
+    d.restart()
+    assert paused_in_list(d, "a") is True
+    (m2,) = enqueue_n(d, "a", 1, "a-again")
+    delivered_past(d, "c", "c3")
+    assert d.status(m2) == "pending"
