@@ -207,7 +207,8 @@ undo:
     return -1;
 }
 
-int admin_sync_config(struct registry *r, struct store *st, const struct ep_def *defs, size_t n, int64_t now)
+int admin_sync_config(struct registry *r, struct store *st, const struct ep_def *defs, size_t n, int prune_shared,
+                      int64_t now)
 {
     int64_t *ids = n ? calloc(n, sizeof *ids) : NULL;
     int *created = n ? calloc(n, sizeof *created) : NULL, *flip = n ? calloc(n, sizeof *flip) : NULL;
@@ -221,7 +222,7 @@ int admin_sync_config(struct registry *r, struct store *st, const struct ep_def 
      * or hookd endpoint-delete. One process owning its file decides
      * alone: what left its file goes. */
     int shared = st->ops->node_beat && st->ops->health_lock;
-    int prune = !shared || r->c->pg_prune_endpoints;
+    int prune = !shared || prune_shared;
 
     if (n && (!ids || !created || !flip)) {
         store_fail(st, STORE_E_NOMEM, "reload: out of memory");

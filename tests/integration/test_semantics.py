@@ -193,3 +193,45 @@ def test_config_paused_applies_on_sighup_and_at_restart(hookd, receiver):
     (m2,) = enqueue_n(d, "a", 1, "a-again")
     delivered_past(d, "c", "c3")
     assert d.status(m2) == "pending"
+
+
+# ------------------------------------------------------------------ 6: a shared store and an older file
+
+def node(hookd, ci, name, endpoints, prune=None):
+    return hookd(name=name, endpoints=endpoints, sections={
+        "storage": {"backend": "postgres"},
+        "postgres": {"conninfo": ci, "node_name": name, "lease": "2s", "poll_interval": "500ms",
+                     "prune_endpoints": prune}})
+
+
+def test_shared_store_keeps_config_endpoints_missing_from_a_nodes_file(hookd, receiver, pgdb):
+    import signal
+    ci, sql = pgdb
+    rx = receiver(200)
+    rx.set(Reply(200, delay=1.5), "/b")
+    full = {"a": {"url": rx.url("/a")}, "b": {"url": rx.url("/b")}, "x": {"url": rx.url("/x")}}
+    n0 = node(hookd, ci, "n0", full)
+    ids = enqueue_n(n0, "b", 3, "kb")
+    rx.wait_for(1, path="/b")   # one of b's rows is in flight on n0
+    # n1 starts with an older file that knows only a
+    n1 = node(hookd, ci, "n1", {"a": full["a"]})
+    assert set(n1.endpoints()) == {"a", "b", "x"}
+    assert "endpoint=b" in n1.log() and "endpoint_kept" in n1.log()
+    assert "endpoint_removed" not in n1.log()
+    for m in ids:
+        n0.wait_status(m, "delivered", 20)
+    assert sql("SELECT count(*) FROM hookd_queue WHERE status = 'dead_letter'") == [["0"]]
+
+    # removing one is an explicit act: not on the node whose file has it
+    assert error_code(n0.request({"op": "endpoint.delete", "name": "x"})) == "conflict"
+    admin(n1, {"op": "endpoint.delete", "name": "x"})
+    wait_until(lambda: "x" not in n0.endpoints(), 10, msg="x gone on n0 too")
+
+    # ... or the file's say with prune_endpoints = yes
+    secs = {k: dict(v) for k, v in n1.sections.items()}
+    secs["postgres"]["prune_endpoints"] = True
+    n1.write_config(secs)
+    n1.proc.send_signal(signal.SIGHUP)
+    wait_until(lambda: "b" not in n1.endpoints(), 10, msg="b pruned by n1's reload")
+    wait_until(lambda: "b" not in n0.endpoints(), 10, msg="b gone on n0 too")
+    assert "endpoint_removed" in n1.log()
