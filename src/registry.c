@@ -270,6 +270,7 @@ void registry_load_health(struct registry *r, const struct store_health *h)
         return;
     apply_health(r, e, h);
     e->br.probe_in_flight = 0;  /* a probe cut short by a restart proves nothing */
+    limiter_restore(&e->lim, h->concurrency_limit > INT32_MAX ? INT32_MAX : (int)h->concurrency_limit);
     e->p95_ms = h->has_latency ? h->p95_ms : 0;
     e->samples = h->sample_count;
 }

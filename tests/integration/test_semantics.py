@@ -195,6 +195,35 @@ def test_config_paused_applies_on_sighup_and_at_restart(hookd, receiver):
     assert d.status(m2) == "pending"
 
 
+# ------------------------------------------------------------------ 5: the adaptive limit survives a restart
+
+def test_adaptive_limit_is_restored_at_restart(hookd, receiver):
+    rx = receiver(200)
+    d = hookd(endpoints={"a": {"url": rx.url("/a"), "max_in_flight": 64}})
+    (m,) = enqueue_n(d, "a", 1, "warm")
+    d.wait_status(m, "delivered")
+    d.stop()
+    # as a busy day would have left it (saved once a second and at a stop)
+    assert d.rw_sql("UPDATE endpoint_health SET concurrency_limit = 34") == 1
+    d.start()
+    rx.set(Reply(200, delay=1.0))
+    with d.client() as c:
+        reps = c.pipeline([{"op": "enqueue", "endpoint": "a", "event_id": "r%d" % i, "payload": {"i": i}}
+                           for i in range(8)])
+    assert all(r["ok"] for r in reps), reps
+    for r in reps:
+        d.wait_status(r["id"], "delivered", 30)
+    got = rx.snapshot("/a")[1:]
+    assert len(got) == 8, got
+    # all eight were out before the first answer: the limit was 34, not a
+    # fresh 1 (one, then two, then four...)
+    first_answer = min(r.t_done for r in got)
+    assert max(r.t for r in got) < first_answer, sorted((r.t, r.t_done) for r in got)
+    # and what is saved now grew from 34 (not 1)
+    wait_until(lambda: d.endpoints()["a"]["concurrency_limit"] == 34, 10,
+               msg="the saved limit is the restored one")
+
+
 # ------------------------------------------------------------------ 6: a shared store and an older file
 
 def node(hookd, ci, name, endpoints, prune=None):
