@@ -110,7 +110,7 @@ out:
 static int redrive(struct registry *r, struct store *st, struct req *q, struct endpoint *e, int64_t now)
 {
     struct store_filter f = {q->p.id, e ? e->id : 0, q->p.since_ms, q->p.statuses};
-    int64_t n = 0;
+    int64_t n = 0, gone = 0;
     size_t i;
 
     if (q->p.op == OP_REQUEUE && !f.statuses)
@@ -120,7 +120,7 @@ static int redrive(struct registry *r, struct store *st, struct req *q, struct e
                           : MSG_BIT(MSG_DEAD_LETTER);
     if (begin(st, q) < 0)
         return -1;
-    if ((q->p.op == OP_PURGE ? st->ops->purge(st, &f, &n) : st->ops->requeue(st, &f, now, &n)) < 0 ||
+    if ((q->p.op == OP_PURGE ? st->ops->purge(st, &f, &n) : st->ops->requeue(st, &f, now, &n, &gone)) < 0 ||
         st->ops->commit(st) < 0)
         return store_error(st, q);
     if (q->p.op == OP_PURGE) {
@@ -132,8 +132,14 @@ static int redrive(struct registry *r, struct store *st, struct req *q, struct e
         if (!e || e == r->v[i])
             r->v[i]->next_due = 0;
     if (q->p.id && n == 0) {
-        req_error(q, PERR_NOT_FOUND, "message %lld does not exist or is not in a status requeue takes",
-                  (long long)q->p.id);
+        /* requeue leaves rows of a deleted endpoint alone (store.h):
+         * pending, they would wait for good */
+        if (gone)
+            req_error(q, PERR_UNKNOWN_ENDPOINT, "message %lld belongs to a deleted endpoint: nothing can deliver "
+                      "it (hookd purge removes dead letters)", (long long)q->p.id);
+        else
+            req_error(q, PERR_NOT_FOUND, "message %lld does not exist or is not in a status requeue takes",
+                      (long long)q->p.id);
         return 0;
     }
     log_info("requeued", "count=%lld%s%s", (long long)n, e ? " endpoint=" : "", e ? e->conf->def.name : "");

@@ -110,6 +110,40 @@ def test_put_reaches_jobs_waiting_for_a_host_slot(hookd, receiver):
     assert sorted(set(old) | {r.event_id for r in new}) == sorted("pb%d" % i for i in range(6))
 
 
+# ------------------------------------------------------------------ 3: requeue and a deleted endpoint
+
+def test_requeue_refuses_a_deleted_endpoints_message(hookd, receiver):
+    rx = receiver(200)
+    d = hookd(endpoints={"c": {"url": rx.url("/c")}})
+    admin(d, {"op": "endpoint.put", "name": "b", "url": rx.url("/b"), "paused": True})
+    (m,) = enqueue_n(d, "b", 1, "orphan")
+    admin(d, {"op": "endpoint.delete", "name": "b"})
+    assert d.row(m)["status"] == "dead_letter"
+
+    r = d.request({"op": "requeue", "id": m})
+    assert error_code(r) == "unknown_endpoint", r
+    assert "deleted endpoint" in r["error"]["message"], r
+    row = d.row(m)
+    assert row["status"] == "dead_letter" and row["last_error_class"] == "endpoint_deleted", row
+    assert d.stats()["pending"] == 0
+    # a message that does not exist is still not_found
+    assert error_code(d.request({"op": "requeue", "id": m + 1000})) == "not_found"
+
+    # rows an older hookd left pending for a gone endpoint: dead letters
+    # again at the next start, instead of waiting forever
+    d.stop()
+    assert d.rw_sql("UPDATE webhook_queue SET status = 'pending', attempt_count = 0 WHERE id = ?", (m,)) == 1
+    d.start()
+    row = d.row(m)
+    assert row["status"] == "dead_letter" and row["last_error_class"] == "endpoint_deleted", row
+    assert "orphans_dead_lettered" in d.log() and "count=1" in d.log()
+    s = d.stats()
+    assert s["pending"] == 0 and s["oldest_pending"] is None, s
+    # what waits for a live endpoint is untouched
+    (ok,) = enqueue_n(d, "c", 1, "live")
+    d.wait_status(ok, "delivered")
+
+
 # ------------------------------------------------------------------ 4: paused honoured when given
 
 def delivered_past(d, endpoint, tag):

@@ -526,7 +526,7 @@ static void a_delivering_first_attempt_reads_as_logged(void **state)
 {
     struct fx *f = *state;
     int64_t a = put_endpoint(f, "a", 0), m1 = enqueue_at(f, a, "m1", T0, NULL),
-            m2 = enqueue_at(f, a, "m2", T0, NULL), n;
+            m2 = enqueue_at(f, a, "m2", T0, NULL), n, gone;
     struct store_filter one = {m1, 0, 0, MSG_BIT(MSG_DELIVERED)};
     struct got g;
 
@@ -558,7 +558,7 @@ static void a_delivering_first_attempt_reads_as_logged(void **state)
     /* requeued: the delivery stays in the log, then the new attempt 1
      * replaces it */
     begin(f);
-    OK(f->w->ops->requeue(f->w, &one, T0 + 2000, &n));
+    OK(f->w->ops->requeue(f->w, &one, T0 + 2000, &n, &gone));
     commit(f);
     assert_int_equal(n, 1);
     g = get(f, m1);
@@ -680,10 +680,39 @@ static void endpoint_delete_strands_nothing(void **state)
     }
 }
 
+/* A deleted endpoint's dead letters stay dead letters: pending, nothing
+ * would ever claim them (issue 32). */
+static void requeue_skips_rows_of_deleted_endpoints(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0), n, dead, gone;
+    int64_t x = enqueue_at(f, a, "x", T0, NULL), y = enqueue_at(f, b, "y", T0, NULL);
+    struct store_filter one = {x, 0, 0, MSG_BIT(MSG_FAILED) | MSG_BIT(MSG_DELIVERED) | MSG_BIT(MSG_DEAD_LETTER)};
+    struct store_filter every = {0, 0, 0, MSG_BIT(MSG_DEAD_LETTER)};
+
+    claim(f, b, T0, 10);
+    settle(f, y, b, SETTLE_DEAD, 1, T0, 400, 1, "http_400", "HTTP 400");
+    begin(f);
+    OK(f->w->ops->endpoint_delete(f->w, a, T0 + 1, &dead));
+    commit(f);
+    assert_int_equal(dead, 1);
+    begin(f);
+    OK(f->w->ops->requeue(f->w, &one, T0 + 2, &n, &gone));
+    assert_int_equal(n, 0);
+    assert_int_equal(gone, 1);   /* there, but its endpoint is not */
+    OK(f->w->ops->requeue(f->w, &every, T0 + 2, &n, &gone));
+    commit(f);
+    assert_int_equal(n, 1);   /* b's, not a's */
+    assert_int_equal(gone, 1);
+    assert_string_equal(status_of(f, x), "dead_letter");
+    assert_string_equal(get(f, x).cls, "endpoint_deleted");
+    assert_string_equal(status_of(f, y), "pending");
+}
+
 static void requeue_and_purge_take_what_they_say(void **state)
 {
     struct fx *f = *state;
-    int64_t a = put_endpoint(f, "a", 0), n;
+    int64_t a = put_endpoint(f, "a", 0), n, gone;
     int64_t dl = enqueue_at(f, a, "dl", T0, NULL), dv = enqueue_at(f, a, "dv", T0, NULL),
             wt = enqueue_at(f, a, "wt", T0, NULL), pd = enqueue_at(f, a, "pd", T0 + 50, NULL),
             old = enqueue_at(f, a, "old", T0 - 3600000, NULL);
@@ -698,7 +727,7 @@ static void requeue_and_purge_take_what_they_say(void **state)
     settle(f, wt, a, SETTLE_RETRY, 1, T0, 503, 1, "http_503", "HTTP 503");
     /* by endpoint, since: only the recent dead letter */
     begin(f);
-    OK(f->w->ops->requeue(f->w, &ep_dead, T0 + 100, &n));
+    OK(f->w->ops->requeue(f->w, &ep_dead, T0 + 100, &n, &gone));
     commit(f);
     assert_int_equal(n, 1);
     assert_string_equal(status_of(f, dl), "pending");
@@ -712,10 +741,11 @@ static void requeue_and_purge_take_what_they_say(void **state)
         struct store_filter one = {dv, 0, 0, MSG_BIT(MSG_DELIVERED)};
         struct store_filter pend = {pd, 0, 0, MSG_BIT(MSG_FAILED) | MSG_BIT(MSG_DELIVERED) | MSG_BIT(MSG_DEAD_LETTER)};
         begin(f);
-        OK(f->w->ops->requeue(f->w, &one, T0 + 100, &n));
+        OK(f->w->ops->requeue(f->w, &one, T0 + 100, &n, &gone));
         assert_int_equal(n, 1);
-        OK(f->w->ops->requeue(f->w, &pend, T0 + 100, &n));
+        OK(f->w->ops->requeue(f->w, &pend, T0 + 100, &n, &gone));
         assert_int_equal(n, 0);   /* pending: nothing to do */
+        assert_int_equal(gone, 0);
         commit(f);
         assert_string_equal(status_of(f, dv), "pending");
     }
@@ -1504,6 +1534,7 @@ static void shared_breaker_blocks_every_node(void **state)
         cmocka_unit_test_setup_teardown(recover_returns_in_flight_rows, setup, teardown),      \
         cmocka_unit_test_setup_teardown(endpoint_delete_strands_nothing, setup, teardown),     \
         cmocka_unit_test_setup_teardown(requeue_and_purge_take_what_they_say, setup, teardown), \
+        cmocka_unit_test_setup_teardown(requeue_skips_rows_of_deleted_endpoints, setup, teardown), \
         cmocka_unit_test_setup_teardown(expire_in_chunks, setup, teardown),                    \
         cmocka_unit_test_setup_teardown(rollback_undoes_everything, setup, teardown),          \
         cmocka_unit_test_setup_teardown(endpoints_round_trip, setup, teardown),                \
