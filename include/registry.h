@@ -112,7 +112,10 @@ struct endpoint *registry_by_name(const struct registry *r, const char *name);
 
 /* Insert the endpoint, or give an existing one its new definition (its
  * breaker, counts and limits carry over; the rate limits restart only if
- * they changed). NULL on bad secrets or out of memory. Outside a round. */
+ * they changed). A new definition is a new snapshot: jobs of the old one
+ * that have not started come back untried (ep_conf.halt); the same
+ * definition again keeps the snapshot. NULL on bad secrets or out of
+ * memory. Outside a round. */
 struct endpoint *registry_install(struct registry *r, int64_t id, const struct ep_def *def, int from_config);
 /* Forget an endpoint; transfers already running finish with their
  * snapshot, jobs not yet started come back untried (ep_conf.halt).

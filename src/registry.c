@@ -164,10 +164,14 @@ void registry_set_nodes(struct registry *r, int n)
 
 struct endpoint *registry_install(struct registry *r, int64_t id, const struct ep_def *def, int from_config)
 {
-    struct ep_conf *conf = ep_conf_new(id, def, &r->c->dflt), *old;
     struct endpoint *e = registry_by_id(r, id);
+    struct ep_conf *conf, *old;
 
-    if (!conf)
+    /* the same definition again (a reload, another node's change to
+     * another endpoint): the snapshot stays, and the jobs holding it go on */
+    if (e && ep_def_same(&e->conf->def, def))
+        goto same;
+    if (!(conf = ep_conf_new(id, def, &r->c->dflt)))
         return NULL;
     if (!e) {
         if (r->n == r->cap) {
@@ -212,6 +216,7 @@ struct endpoint *registry_install(struct registry *r, int64_t id, const struct e
         __atomic_store_n(&old->halt, 1, __ATOMIC_RELAXED);   /* not even those waiting for a host slot */
         ep_conf_unref(old);
     }
+same:
     e->from_config = from_config;
     e->is_ops = r->c->ops_endpoint && strcmp(def->name, r->c->ops_endpoint) == 0;
     e->next_due = 0;  /* re-examine the queue with the new settings */
