@@ -260,11 +260,31 @@ def test_adaptive_limit_is_restored_at_restart(hookd, receiver):
 
 # ------------------------------------------------------------------ 6: a shared store and an older file
 
-def node(hookd, ci, name, endpoints, prune=None):
+def node(hookd, ci, name, endpoints, prune=None, delivery=None):
     return hookd(name=name, endpoints=endpoints, sections={
         "storage": {"backend": "postgres"},
         "postgres": {"conninfo": ci, "node_name": name, "lease": "2s", "poll_interval": "500ms",
-                     "prune_endpoints": prune}})
+                     "prune_endpoints": prune},
+        "delivery": dict(delivery or {})})
+
+
+def test_pause_on_another_node_reaches_jobs_waiting_there(hookd, receiver, pgdb):
+    ci, sql = pgdb
+    rx = receiver(SLOW)
+    eps = {"a": {"url": rx.url("/a")}}
+    n0 = node(hookd, ci, "n0", eps, delivery=ONE_AT_A_TIME["delivery"])
+    n1 = node(hookd, ci, "n1", eps, delivery=ONE_AT_A_TIME["delivery"])
+    ids = enqueue_n(n0, "a", 6, "xa") + enqueue_n(n1, "a", 6, "xb")
+    # both nodes hold jobs: one running each, the rest waiting for a slot
+    wait_until(lambda: len(sql("SELECT DISTINCT claimed_by FROM hookd_queue WHERE status = 'in_flight'")) == 2,
+               10, msg="rows in flight on both nodes")
+    admin(n0, {"op": "pause", "endpoint": "a"})
+    at_pause = len(sent_ids(rx, "/a"))
+    no_in_flight(n0)
+    sent = sent_ids(rx, "/a")
+    # one transfer per node may have started while the pause travelled
+    assert len(sent) <= at_pause + 2, (at_pause, sent)
+    assert len(sent) < len(ids), sent
 
 
 def test_shared_store_keeps_config_endpoints_missing_from_a_nodes_file(hookd, receiver, pgdb):
