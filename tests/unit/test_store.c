@@ -852,6 +852,61 @@ static int load_ep(void *ctx, int64_t id, int from_config, const struct ep_def *
     return 0;
 }
 
+/* put a with paused said ("yes"/"no") or left out (NULL) */
+static void put_paused(struct fx *f, const char *paused, int from_config)
+{
+    struct ep_def d;
+    char err[128];
+    int64_t id;
+
+    ep_def_init(&d);
+    snprintf(d.name, sizeof d.name, "a");
+    OK(ep_def_set(&d, "url", "https://hooks.example.com/in", err, sizeof err));
+    if (paused)
+        OK(ep_def_set(&d, "paused", paused, err, sizeof err));
+    begin(f);
+    OK(f->w->ops->endpoint_put(f->w, &d, from_config, T0, &id, NULL));
+    commit(f);
+    ep_def_free(&d);
+}
+
+static int paused_of_a(struct fx *f, char *reason, size_t n)
+{
+    struct eps x;
+
+    memset(&x, 0, sizeof x);
+    OK(f->r->ops->endpoint_list(f->r, 0, keep_ep, &x));
+    assert_int_equal(x.n, 1);
+    snprintf(reason, n, "%s", x.reasons[0]);
+    return x.e[0].paused;
+}
+
+/* An existing endpoint's paused flag changes when a put says it, with
+ * the reason of who said it; left out, the flag and its reason stay. */
+static void endpoint_put_pauses_only_when_told(void **state)
+{
+    struct fx *f = *state;
+    char why[64];
+
+    put_paused(f, NULL, 0);
+    assert_false(paused_of_a(f, why, sizeof why));
+    put_paused(f, "yes", 0);
+    assert_true(paused_of_a(f, why, sizeof why));
+    assert_string_equal(why, "operator");
+    put_paused(f, NULL, 1);
+    assert_true(paused_of_a(f, why, sizeof why));
+    assert_string_equal(why, "operator");
+    put_paused(f, "yes", 1);   /* already paused: the first reason stays */
+    assert_true(paused_of_a(f, why, sizeof why));
+    assert_string_equal(why, "operator");
+    put_paused(f, "no", 1);
+    assert_false(paused_of_a(f, why, sizeof why));
+    assert_string_equal(why, "(null)");
+    put_paused(f, "yes", 1);
+    assert_true(paused_of_a(f, why, sizeof why));
+    assert_string_equal(why, "config");
+}
+
 static void endpoints_round_trip(void **state)
 {
     struct fx *f = *state;
@@ -1535,6 +1590,7 @@ static void shared_breaker_blocks_every_node(void **state)
         cmocka_unit_test_setup_teardown(endpoint_delete_strands_nothing, setup, teardown),     \
         cmocka_unit_test_setup_teardown(requeue_and_purge_take_what_they_say, setup, teardown), \
         cmocka_unit_test_setup_teardown(requeue_skips_rows_of_deleted_endpoints, setup, teardown), \
+        cmocka_unit_test_setup_teardown(endpoint_put_pauses_only_when_told, setup, teardown), \
         cmocka_unit_test_setup_teardown(expire_in_chunks, setup, teardown),                    \
         cmocka_unit_test_setup_teardown(rollback_undoes_everything, setup, teardown),          \
         cmocka_unit_test_setup_teardown(endpoints_round_trip, setup, teardown),                \
