@@ -75,6 +75,8 @@ struct ep_def {
     size_t nheaders;
     char *event_types;  /* normalised "a,b,c"; "*" = every type; NULL = none */
     int paused;
+    int paused_given;   /* paused was said (a key, a stored row): it applies to
+                         * an existing endpoint; otherwise its state stays */
     struct ep_settings s;
     struct ep_request rq;
 };
@@ -82,6 +84,10 @@ struct ep_def {
 void ep_def_init(struct ep_def *d);
 void ep_def_free(struct ep_def *d);
 int ep_def_copy(struct ep_def *dst, const struct ep_def *src);
+/* Do a and b define the same deliveries (name, URL, secrets, headers,
+ * event types, settings, request keys; paused is a state, not compared)?
+ * Out of memory: 0, they may differ. */
+int ep_def_same(const struct ep_def *a, const struct ep_def *b);
 /* Set one key ("url", "secret", "header", "event_types", "max_attempts",
  * "timeout", "rate", "method", "map.status", ...). Repeatable keys
  * (secret, header) append.

@@ -327,6 +327,7 @@ int ep_def_from_stored(struct ep_def *d, const char *name, const char *url, cons
         return -1;
     util_strlcpy(d->name, name, sizeof d->name);
     d->paused = paused;
+    d->paused_given = 1;
     if (ep_def_set(d, "url", url, err, sizeof err) < 0 || load_strings(d, "secret", secrets_json) < 0 ||
         load_strings(d, "header", headers_json) < 0 ||
         (event_types && ep_def_set(d, "event_types", event_types, err, sizeof err) < 0) ||

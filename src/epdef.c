@@ -48,6 +48,49 @@ void ep_def_free(struct ep_def *d)
     ep_def_init(d);
 }
 
+static int opt_same(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static int strs_same(char *const *a, size_t na, char *const *b, size_t nb)
+{
+    size_t i;
+
+    if (na != nb)
+        return 0;
+    for (i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]) != 0)
+            return 0;
+    return 1;
+}
+
+static void kv_text(void *ctx, const char *key, const char *val)
+{
+    buf_printf(ctx, "%zu:%s%zu:%s", strlen(key), key, strlen(val), val);
+}
+
+int ep_def_same(const struct ep_def *a, const struct ep_def *b)
+{
+    struct buf x = {0}, y = {0};
+    int same;
+
+    if (strcmp(a->name, b->name) != 0 || !opt_same(a->url, b->url) || !opt_same(a->event_types, b->event_types) ||
+        !strs_same(a->secrets, a->nsecrets, b->secrets, b->nsecrets) ||
+        !strs_same(a->headers, a->nheaders, b->headers, b->nheaders))
+        return 0;
+    /* the settings and request keys in their stored form: what differs
+     * from the defaults, in the table's order */
+    ep_settings_each(&a->s, kv_text, &x);
+    ep_request_each(a, kv_text, &x);
+    ep_settings_each(&b->s, kv_text, &y);
+    ep_request_each(b, kv_text, &y);
+    same = !x.failed && !y.failed && x.len == y.len && (x.len == 0 || memcmp(x.p, y.p, x.len) == 0);
+    buf_free(&x);
+    buf_free(&y);
+    return same;
+}
+
 /* One more slot in a pointer array of n (grown one at a time: these
  * arrays hold a handful, and an endpoint's size matters at 50,000). */
 static int grow_one(char ***v, size_t n)
@@ -74,6 +117,7 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
     memcpy(dst->name, src->name, sizeof dst->name);
     dst->s = src->s;
     dst->paused = src->paused;
+    dst->paused_given = src->paused_given;
     dst->rq.method = src->rq.method;
     dst->rq.body = src->rq.body;
     dst->rq.macro_style = src->rq.macro_style;
@@ -416,6 +460,7 @@ int ep_def_set(struct ep_def *d, const char *key, const char *value, char *err, 
             snprintf(err, errlen, "not a valid boolean (yes/no)");
             return -1;
         }
+        d->paused_given = 1;
         return 0;
     }
     if ((r = request_set(&d->rq, key, value, err, errlen)) <= 0)

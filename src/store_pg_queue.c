@@ -4,6 +4,7 @@
 #define HOOKD_STORE_PG_PRIVATE
 #include "store_pg.h"
 
+#include "log.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -27,6 +28,27 @@ int pg_recover(struct store *s, int64_t now, int64_t *n)
     if (!(r = pg_exec(g, PG_TAKEOVER, &p, 0, "recover")))
         return -1;
     *n = pg_i64(r, 0, 0, 0);
+    PQclear(r);
+    /* Rows waiting for an endpoint that no longer exists (a requeue by
+     * id before requeue refused them) would wait forever: they become the
+     * dead letters the endpoint's delete made of its other rows. Rows in
+     * flight are left to their nodes. */
+    pg_p_init(&p);
+    pg_p_i64(&p, now);
+    r = PQexecParams(g->conn,
+                     "UPDATE hookd_queue q SET status = 'dead_letter', last_error = 'endpoint deleted', "
+                     "last_error_class = 'endpoint_deleted', next_attempt_at = " PG_TS("$1") " "
+                     "WHERE status IN ('pending', 'failed') "
+                     "AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = q.endpoint_id)",
+                     p.n, NULL, p.v, p.len, p.fmt, 0);
+    if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
+        pg_fail(g, r, "recover");
+        PQclear(r);
+        return -1;
+    }
+    if (pg_changed(r))
+        log_warn("orphans_dead_lettered", "count=%lld note=\"waiting rows of deleted endpoints\"",
+                 (long long)pg_changed(r));
     PQclear(r);
     return 0;
 }
@@ -388,30 +410,41 @@ static int admin_exec(struct pg_store *g, const char *sql, const struct store_fi
         pg_p_text(&p, statuses);
     }
     r = PQexecParams(g->conn, sql, p.n, NULL, p.v, p.len, p.fmt, 0);
-    ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+    /* a statement changes rows (their count), or counts them (a SELECT) */
+    ok = r && (PQresultStatus(r) == PGRES_COMMAND_OK || (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1));
     if (!ok) {
         pg_fail(g, r, what);
         PQclear(r);
         return -1;
     }
-    *n = pg_changed(r);
+    *n = PQresultStatus(r) == PGRES_TUPLES_OK ? pg_i64(r, 0, 0, 0) : pg_changed(r);
     PQclear(r);
     return 0;
 }
 
-int pg_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n)
+int pg_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n, int64_t *gone)
 {
     struct pg_store *g = (struct pg_store *)s;
     char in[64];
 
-    *n = 0;
+    *n = *gone = 0;
     if (status_array(f->statuses, in, sizeof in) < 0)
         return 0;
+    /* what is left alone: rows of endpoints that no longer exist */
+    if (admin_exec(g,
+                   "SELECT count(*) FROM hookd_queue WHERE status = ANY ($5::text[]) "
+                   "AND ($1::bigint = 0 OR id = $1) AND ($2::bigint = 0 OR endpoint_id = $2) "
+                   "AND created_at >= " PG_TS("$3") " AND $4::bigint = $4::bigint "
+                   "AND endpoint_id NOT IN (SELECT id FROM endpoints)",
+                   f, in, now, gone, "requeue") < 0)
+        return -1;
     return admin_exec(g,
                       "UPDATE hookd_queue SET status = 'pending', attempt_count = 0, next_attempt_at = " PG_TS("$4")
                       ", last_error = NULL, last_error_class = NULL WHERE status = ANY ($5::text[]) "
                       "AND ($1::bigint = 0 OR id = $1) AND ($2::bigint = 0 OR endpoint_id = $2) "
-                      "AND created_at >= " PG_TS("$3"),
+                      "AND created_at >= " PG_TS("$3") " "
+                      /* a row whose endpoint is gone would wait forever */
+                      "AND endpoint_id IN (SELECT id FROM endpoints)",
                       f, in, now, n, "requeue");
 }
 

@@ -175,11 +175,16 @@ const char *const pg_sql[PG__COUNT] = {
         "FROM endpoint_history WHERE bucket_at < " TS("$1") " LIMIT $2)",
     [PG_EP_FIND] = "SELECT id FROM endpoints WHERE name = $1",
     [PG_EP_PUT] =
-        "INSERT INTO endpoints (name, url, secrets, headers, event_types, settings, source, paused, created_at, "
-        "updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, " TS("$9") ", " TS("$9") ") "
+        "INSERT INTO endpoints (name, url, secrets, headers, event_types, settings, source, paused, pause_reason, "
+        "created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8 <> 0 THEN $11 END, "
+        TS("$9") ", " TS("$9") ") "
         "ON CONFLICT (name) DO UPDATE SET url = excluded.url, secrets = excluded.secrets, "
         "headers = excluded.headers, event_types = excluded.event_types, settings = excluded.settings, "
-        "source = excluded.source, updated_at = excluded.updated_at RETURNING id",
+        "source = excluded.source, updated_at = excluded.updated_at, "
+        /* an existing endpoint's paused flag changes only when said ($10) */
+        "paused = CASE WHEN $10 <> 0 THEN excluded.paused ELSE endpoints.paused END, "
+        "pause_reason = CASE WHEN $10 = 0 OR excluded.paused = endpoints.paused THEN endpoints.pause_reason "
+        "ELSE excluded.pause_reason END RETURNING id",
     [PG_EP_PAUSE] =
         "UPDATE endpoints SET paused = $2, updated_at = " TS("$3") ", pause_reason = $4 WHERE id = $1",
     /* its undelivered rows become dead letters; the rest of it goes */

@@ -39,6 +39,7 @@ struct writer {
     struct ep_def *reload_defs;
     size_t reload_n;
     int reload_pending;
+    int reload_prune;        /* the reloaded file's [postgres] prune_endpoints */
     struct store_rollup *rollups;
     size_t rollups_n;
     struct opsev *events;   /* raised by the reader */
@@ -262,7 +263,7 @@ static void *writer_main(void *arg)
         struct store_rollup *rollups = NULL;
         size_t ndefs = 0, nroll = 0, taken = 0, i, npoke;
         int64_t poke[32];
-        int reload = 0, claiming, finishing, poke_all, ep_sync;
+        int reload = 0, prune = 0, claiming, finishing, poke_all, ep_sync;
 
         pthread_mutex_lock(&w->mu);
         wait_for_work(w);
@@ -284,6 +285,7 @@ static void *writer_main(void *arg)
         if (w->reload_pending) {
             defs = w->reload_defs;
             ndefs = w->reload_n;
+            prune = w->reload_prune;
             reload = 1;
             w->reload_defs = NULL;
             w->reload_n = 0;
@@ -311,7 +313,7 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&w->mu);
 
         if (reload) {
-            if (admin_sync_config(&w->reg, w->st, defs, ndefs, util_now_ms()) == 0)
+            if (admin_sync_config(&w->reg, w->st, defs, ndefs, prune, util_now_ms()) == 0)
                 log_info("reloaded", "endpoints=%zu", ndefs);
             else
                 log_error("reload_failed", "err=\"%s\"", w->st->errmsg);
@@ -436,7 +438,7 @@ int writer_create(struct writer **out, const struct config *c, struct store *st,
         st->ops->rollback(st);
         goto fail;
     }
-    if (admin_sync_config(&w->reg, st, c->endpoints, c->n_endpoints, now) < 0) {
+    if (admin_sync_config(&w->reg, st, c->endpoints, c->n_endpoints, (int)c->pg_prune_endpoints, now) < 0) {
         snprintf(err, errlen, "database: %s", st->errmsg);
         goto fail;
     }
@@ -515,6 +517,7 @@ void writer_reload(struct writer *w, struct config *c)
     }
     w->reload_defs = c->endpoints;
     w->reload_n = c->n_endpoints;
+    w->reload_prune = (int)c->pg_prune_endpoints;   /* it decides what the reload removes */
     w->reload_pending = 1;
     c->endpoints = NULL;
     c->n_endpoints = 0;

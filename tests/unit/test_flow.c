@@ -94,7 +94,7 @@ static struct endpoint *add_endpoint(struct fx *f, const char *name, const char 
         f->c.endpoints = NULL;
     f->c.endpoints = realloc(f->c.endpoints, (f->c.n_endpoints + 1) * sizeof *f->c.endpoints);
     OK(ep_def_copy(&f->c.endpoints[f->c.n_endpoints++], &d));
-    OK(admin_sync_config(&f->reg, f->st, f->c.endpoints, f->c.n_endpoints, f->now));
+    OK(admin_sync_config(&f->reg, f->st, f->c.endpoints, f->c.n_endpoints, 0, f->now));
     ep_def_free(&d);
     e = registry_by_name(&f->reg, name);
     assert_non_null(e);

@@ -536,7 +536,7 @@ static void a_delivering_first_attempt_reads_as_logged(void **state)
 {
     struct fx *f = *state;
     int64_t a = put_endpoint(f, "a", 0), m1 = enqueue_at(f, a, "m1", T0, NULL),
-            m2 = enqueue_at(f, a, "m2", T0, NULL), n;
+            m2 = enqueue_at(f, a, "m2", T0, NULL), n, gone;
     struct store_filter one = {m1, 0, 0, MSG_BIT(MSG_DELIVERED)};
     struct got g;
 
@@ -568,7 +568,7 @@ static void a_delivering_first_attempt_reads_as_logged(void **state)
     /* requeued: the delivery stays in the log, then the new attempt 1
      * replaces it */
     begin(f);
-    OK(f->w->ops->requeue(f->w, &one, T0 + 2000, &n));
+    OK(f->w->ops->requeue(f->w, &one, T0 + 2000, &n, &gone));
     commit(f);
     assert_int_equal(n, 1);
     g = get(f, m1);
@@ -690,10 +690,39 @@ static void endpoint_delete_strands_nothing(void **state)
     }
 }
 
+/* A deleted endpoint's dead letters stay dead letters: pending, nothing
+ * would ever claim them (issue 32). */
+static void requeue_skips_rows_of_deleted_endpoints(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0), n, dead, gone;
+    int64_t x = enqueue_at(f, a, "x", T0, NULL), y = enqueue_at(f, b, "y", T0, NULL);
+    struct store_filter one = {x, 0, 0, MSG_BIT(MSG_FAILED) | MSG_BIT(MSG_DELIVERED) | MSG_BIT(MSG_DEAD_LETTER)};
+    struct store_filter every = {0, 0, 0, MSG_BIT(MSG_DEAD_LETTER)};
+
+    claim(f, b, T0, 10);
+    settle(f, y, b, SETTLE_DEAD, 1, T0, 400, 1, "http_400", "HTTP 400");
+    begin(f);
+    OK(f->w->ops->endpoint_delete(f->w, a, T0 + 1, &dead));
+    commit(f);
+    assert_int_equal(dead, 1);
+    begin(f);
+    OK(f->w->ops->requeue(f->w, &one, T0 + 2, &n, &gone));
+    assert_int_equal(n, 0);
+    assert_int_equal(gone, 1);   /* there, but its endpoint is not */
+    OK(f->w->ops->requeue(f->w, &every, T0 + 2, &n, &gone));
+    commit(f);
+    assert_int_equal(n, 1);   /* b's, not a's */
+    assert_int_equal(gone, 1);
+    assert_string_equal(status_of(f, x), "dead_letter");
+    assert_string_equal(get(f, x).cls, "endpoint_deleted");
+    assert_string_equal(status_of(f, y), "pending");
+}
+
 static void requeue_and_purge_take_what_they_say(void **state)
 {
     struct fx *f = *state;
-    int64_t a = put_endpoint(f, "a", 0), n;
+    int64_t a = put_endpoint(f, "a", 0), n, gone;
     int64_t dl = enqueue_at(f, a, "dl", T0, NULL), dv = enqueue_at(f, a, "dv", T0, NULL),
             wt = enqueue_at(f, a, "wt", T0, NULL), pd = enqueue_at(f, a, "pd", T0 + 50, NULL),
             old = enqueue_at(f, a, "old", T0 - 3600000, NULL);
@@ -708,7 +737,7 @@ static void requeue_and_purge_take_what_they_say(void **state)
     settle(f, wt, a, SETTLE_RETRY, 1, T0, 503, 1, "http_503", "HTTP 503");
     /* by endpoint, since: only the recent dead letter */
     begin(f);
-    OK(f->w->ops->requeue(f->w, &ep_dead, T0 + 100, &n));
+    OK(f->w->ops->requeue(f->w, &ep_dead, T0 + 100, &n, &gone));
     commit(f);
     assert_int_equal(n, 1);
     assert_string_equal(status_of(f, dl), "pending");
@@ -722,10 +751,11 @@ static void requeue_and_purge_take_what_they_say(void **state)
         struct store_filter one = {dv, 0, 0, MSG_BIT(MSG_DELIVERED)};
         struct store_filter pend = {pd, 0, 0, MSG_BIT(MSG_FAILED) | MSG_BIT(MSG_DELIVERED) | MSG_BIT(MSG_DEAD_LETTER)};
         begin(f);
-        OK(f->w->ops->requeue(f->w, &one, T0 + 100, &n));
+        OK(f->w->ops->requeue(f->w, &one, T0 + 100, &n, &gone));
         assert_int_equal(n, 1);
-        OK(f->w->ops->requeue(f->w, &pend, T0 + 100, &n));
+        OK(f->w->ops->requeue(f->w, &pend, T0 + 100, &n, &gone));
         assert_int_equal(n, 0);   /* pending: nothing to do */
+        assert_int_equal(gone, 0);
         commit(f);
         assert_string_equal(status_of(f, dv), "pending");
     }
@@ -830,6 +860,61 @@ static int load_ep(void *ctx, int64_t id, int from_config, const struct ep_def *
     l->id[l->n] = id;
     l->cfg[l->n++] = from_config;
     return 0;
+}
+
+/* put a with paused said ("yes"/"no") or left out (NULL) */
+static void put_paused(struct fx *f, const char *paused, int from_config)
+{
+    struct ep_def d;
+    char err[128];
+    int64_t id;
+
+    ep_def_init(&d);
+    snprintf(d.name, sizeof d.name, "a");
+    OK(ep_def_set(&d, "url", "https://hooks.example.com/in", err, sizeof err));
+    if (paused)
+        OK(ep_def_set(&d, "paused", paused, err, sizeof err));
+    begin(f);
+    OK(f->w->ops->endpoint_put(f->w, &d, from_config, T0, &id, NULL));
+    commit(f);
+    ep_def_free(&d);
+}
+
+static int paused_of_a(struct fx *f, char *reason, size_t n)
+{
+    struct eps x;
+
+    memset(&x, 0, sizeof x);
+    OK(f->r->ops->endpoint_list(f->r, 0, keep_ep, &x));
+    assert_int_equal(x.n, 1);
+    snprintf(reason, n, "%s", x.reasons[0]);
+    return x.e[0].paused;
+}
+
+/* An existing endpoint's paused flag changes when a put says it, with
+ * the reason of who said it; left out, the flag and its reason stay. */
+static void endpoint_put_pauses_only_when_told(void **state)
+{
+    struct fx *f = *state;
+    char why[64];
+
+    put_paused(f, NULL, 0);
+    assert_false(paused_of_a(f, why, sizeof why));
+    put_paused(f, "yes", 0);
+    assert_true(paused_of_a(f, why, sizeof why));
+    assert_string_equal(why, "operator");
+    put_paused(f, NULL, 1);
+    assert_true(paused_of_a(f, why, sizeof why));
+    assert_string_equal(why, "operator");
+    put_paused(f, "yes", 1);   /* already paused: the first reason stays */
+    assert_true(paused_of_a(f, why, sizeof why));
+    assert_string_equal(why, "operator");
+    put_paused(f, "no", 1);
+    assert_false(paused_of_a(f, why, sizeof why));
+    assert_string_equal(why, "(null)");
+    put_paused(f, "yes", 1);
+    assert_true(paused_of_a(f, why, sizeof why));
+    assert_string_equal(why, "config");
 }
 
 static void endpoints_round_trip(void **state)
@@ -1514,6 +1599,8 @@ static void shared_breaker_blocks_every_node(void **state)
         cmocka_unit_test_setup_teardown(recover_returns_in_flight_rows, setup, teardown),      \
         cmocka_unit_test_setup_teardown(endpoint_delete_strands_nothing, setup, teardown),     \
         cmocka_unit_test_setup_teardown(requeue_and_purge_take_what_they_say, setup, teardown), \
+        cmocka_unit_test_setup_teardown(requeue_skips_rows_of_deleted_endpoints, setup, teardown), \
+        cmocka_unit_test_setup_teardown(endpoint_put_pauses_only_when_told, setup, teardown), \
         cmocka_unit_test_setup_teardown(expire_in_chunks, setup, teardown),                    \
         cmocka_unit_test_setup_teardown(rollback_undoes_everything, setup, teardown),          \
         cmocka_unit_test_setup_teardown(endpoints_round_trip, setup, teardown),                \
