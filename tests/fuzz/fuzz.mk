@@ -38,7 +38,7 @@ FUZZ_SRCS_esc         := src/esc.c src/util.c src/urlmask.c
 FUZZ_SRCS_tpl         := src/tpl.c src/jpath.c src/util.c src/esc.c src/urlmask.c
 FUZZ_SRCS_export      := src/export_fmt.c src/endpoint.c src/epdef.c src/settings.c src/config.c src/breaker.c \
                          src/store.c src/netpolicy.c src/sign.c src/util.c src/log.c src/tpl.c src/jpath.c \
-                         src/outcome.c src/opsev.c src/esc.c src/urlmask.c
+                         src/outcome.c src/opsev.c src/esc.c src/urlmask.c src/seal.c
 
 FUZZ_BINS   := $(FUZZ_TARGETS:%=$(FUZZ_OUT)/fuzz_%)
 REGRESS_BINS := $(FUZZ_TARGETS:%=$(FUZZ_OUT)/regress_%)
