@@ -37,6 +37,7 @@ LIB_SRCS := \
 	src/jpath.c \
 	src/tpl.c \
 	src/tbucket.c \
+	src/clockstep.c \
 	src/limiter.c \
 	src/slotq.c \
 	src/xfer.c \
