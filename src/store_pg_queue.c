@@ -31,6 +31,43 @@ int pg_recover(struct store *s, int64_t now, int64_t *n)
     return 0;
 }
 
+/* The wall clock stepped (clockstep.h). Several nodes share the rows and
+ * each wrote its times with its own clock: a node whose clock stepped
+ * moves only what its clock wrote, the rows it claimed last (their
+ * retry time is its settle's, a released row's its release's) and never
+ * the shared breakers; nodes on one host all see the step and each moves
+ * its own rows once. A node alone moves everything, as SQLite does. */
+int pg_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    char sql[512], mine[64] = "";
+    PGresult *r;
+
+    if (mine_only)
+        snprintf(mine, sizeof mine, " AND claimed_by = %lld", (long long)g->node_id);
+    snprintf(sql, sizeof sql,
+             "UPDATE hookd_queue SET next_attempt_at = next_attempt_at + %lld * interval '1 millisecond', "
+             "created_at = created_at + %lld * interval '1 millisecond' "
+             "WHERE status IN ('pending', 'failed', 'in_flight')%s",
+             (long long)step_ms, (long long)step_ms, mine);
+    r = PQexec(g->conn, sql);
+    if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
+        pg_fail(g, r, "clock step");
+        PQclear(r);
+        return -1;
+    }
+    *rows = pg_changed(r);
+    PQclear(r);
+    if (mine_only)
+        return 0;
+    snprintf(sql, sizeof sql,
+             "UPDATE endpoint_health SET opened_at = opened_at + %lld * interval '1 millisecond', "
+             "failing_since = failing_since + %lld * interval '1 millisecond' "
+             "WHERE opened_at IS NOT NULL OR failing_since IS NOT NULL",
+             (long long)step_ms, (long long)step_ms);
+    return pg_exec_sql(g, sql, "clock step");
+}
+
 struct enq {
     struct store_enqueue *v;
     size_t n;
