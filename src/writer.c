@@ -291,6 +291,9 @@ static void save_all_health(struct writer *w)
     struct store *st = w->st;
     size_t i;
 
+    writer_now(w);
+    if (w->step_unsaved)   /* a step seen at the last look: stored before the stop */
+        save_step(w);
     registry_round_begin(&w->reg);
     /* shared: every round saved what it changed, under lock */
     for (i = 0; i < w->reg.n && !w->reg.shared; i++)
