@@ -647,6 +647,66 @@ static void recover_returns_in_flight_rows(void **state)
     assert_int_equal(claim(f, a, T0 + 9000, 10).n, 2);
 }
 
+static int keep_health(void *ctx, const struct store_health *h);
+
+/* A wall-clock step moves what waits (due times, breaker openings) and
+ * the waiting rows' ages with it; what already happened keeps its time. */
+static void clock_step_moves_waits_not_events(void **state)
+{
+    struct fx *f = *state;
+    const int64_t H = 3600000;
+    int64_t a = put_endpoint(f, "a", 0), rows = -1;
+    int64_t r = enqueue_at(f, a, "r", T0, NULL), d = enqueue_at(f, a, "d", T0, NULL),
+            dl = enqueue_at(f, a, "dl", T0, NULL), x = enqueue_at(f, a, "x", T0, NULL), w;
+    struct store_health h = {.endpoint_id = a, .endpoint_url = "https://hooks.example.com/in",
+                             .state = BREAKER_OPEN, .consecutive_failures = 3, .failure_threshold = 3,
+                             .last_failure_at = T0 + 5, .opened_at = T0 + 5, .cooldown_ms = 2000,
+                             .failing_since = T0 + 1};
+    struct store_health back = {0};
+    struct got g;
+
+    assert_int_equal(claim(f, a, T0, 4).n, 4);
+    assert_true(settle(f, r, a, SETTLE_RETRY, 1, T0 + 10, 503, 1, "http_503", "HTTP 503"));   /* due T0 + 1010 */
+    assert_true(settle(f, d, a, SETTLE_DELIVERED, 1, T0 + 10, 200, 1, NULL, NULL));
+    assert_true(settle(f, dl, a, SETTLE_DEAD, 1, T0 + 10, 400, 1, "http_400", "HTTP 400"));
+    w = enqueue_at(f, a, "w", T0 + 20, NULL);   /* x stays in flight */
+    begin(f);
+    OK(f->w->ops->health_save(f->w, &h, 1));
+    OK(f->w->ops->clock_step(f->w, -H, 0, &rows));
+    commit(f);
+    assert_int_equal(rows, 3);   /* r, x, w */
+    g = get(f, w);
+    assert_int_equal(g.m.created_at, T0 + 20 - H);
+    assert_int_equal(g.m.next_attempt_at, T0 + 20 - H);
+    g = get(f, r);
+    assert_int_equal(g.m.created_at, T0 - H);
+    assert_int_equal(g.m.next_attempt_at, T0 + 1010 - H);
+    assert_int_equal(get(f, x).m.created_at, T0 - H);
+    g = get(f, d);
+    assert_int_equal(g.m.created_at, T0);
+    assert_int_equal(g.m.delivered_at, T0 + 10);
+    assert_int_equal(get(f, dl).m.created_at, T0);
+    back.endpoint_id = a;
+    OK(f->w->ops->health_load(f->w, keep_health, &back));
+    assert_int_equal(back.opened_at, T0 + 5 - H);
+    assert_int_equal(back.failing_since, T0 + 1 - H);
+    assert_int_equal(back.last_failure_at, T0 + 5);
+    {
+        struct store_stats s;
+        OK(f->r->ops->queue_stats(f->r, T0 + 30 - H, 0, &s));
+        assert_true(s.has_oldest);
+        assert_int_equal(s.oldest_pending, T0 - H);   /* no longer in the future */
+    }
+    /* by the stepped clock: w is due at once, r a second on, as before */
+    {
+        struct claimed c = claim(f, a, T0 + 20 - H, 10);
+        assert_int_equal(c.n, 1);
+        assert_int_equal(c.id[0], w);
+        assert_int_equal(claim(f, a, T0 + 1009 - H, 10).n, 0);
+        assert_int_equal(claim(f, a, T0 + 1010 - H, 10).n, 1);
+    }
+}
+
 static void endpoint_delete_strands_nothing(void **state)
 {
     struct fx *f = *state;
@@ -1502,6 +1562,7 @@ static void shared_breaker_blocks_every_node(void **state)
         cmocka_unit_test_setup_teardown(settle_changes_only_rows_in_flight, setup, teardown),  \
         cmocka_unit_test_setup_teardown(release_returns_untried_rows, setup, teardown),        \
         cmocka_unit_test_setup_teardown(recover_returns_in_flight_rows, setup, teardown),      \
+        cmocka_unit_test_setup_teardown(clock_step_moves_waits_not_events, setup, teardown),   \
         cmocka_unit_test_setup_teardown(endpoint_delete_strands_nothing, setup, teardown),     \
         cmocka_unit_test_setup_teardown(requeue_and_purge_take_what_they_say, setup, teardown), \
         cmocka_unit_test_setup_teardown(expire_in_chunks, setup, teardown),                    \
