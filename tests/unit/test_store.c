@@ -1484,6 +1484,63 @@ static void shared_results_count_for_the_claiming_node_only(void **state)
 #endif
 }
 
+/* Shared, with another live node: a node whose clock stepped moves only
+ * the rows its own clock scheduled (claimed by it last), never another
+ * node's nor the shared breaker. */
+static void shared_clock_step_moves_only_this_nodes_rows(void **state)
+{
+#ifdef HOOKD_WITH_PG
+    struct fx *f = *state;
+    const int64_t H = 3600000;
+    struct config c2;
+    struct store *w2;
+    int64_t a, x, y, p, rows = -1;
+    struct store_health h = {0}, back = {0};
+
+    if (!f->w->ops->node_beat)
+        return;
+    a = put_endpoint(f, "a", 0);
+    x = enqueue_at(f, a, "x", T0, NULL);
+    y = enqueue_at(f, a, "y", T0, NULL);
+    p = enqueue_at(f, a, "p", T0 + 1, NULL);
+    assert_non_null(w2 = second_node(f, "n2", &c2));
+    assert_int_equal(claim(f, a, T0, 1).n, 1);   /* x, by n1 */
+    {
+        struct store_claim_want w = {.endpoint_id = a, .limit = 1, .checked = 1};
+        struct store_settle s = {.id = y, .endpoint_id = a, .verdict = SETTLE_RETRY, .attempts = 1,
+                                 .next_attempt_at = T0 + 2000, .at = T0 + 10, .status_code = 503,
+                                 .response_ms = 5, .ring_slot = -1, .error_class = "http_503", .error = "HTTP 503"};
+        OK(w2->ops->begin(w2, 0));
+        OK(w2->ops->claim_many(w2, T0, &w, 1, many_none, NULL));   /* y, by n2 */
+        OK(w2->ops->settle(w2, &s, 1));
+        OK(w2->ops->commit(w2));
+        assert_int_equal(w.n, 1);
+        assert_int_equal(s.applied, 1);
+    }
+    assert_true(settle(f, x, a, SETTLE_RETRY, 1, T0 + 10, 503, 1, "http_503", "HTTP 503"));   /* due T0 + 1010 */
+    h.endpoint_id = a;
+    h.endpoint_url = "https://hooks.example.com/in";
+    h.state = BREAKER_OPEN;
+    h.opened_at = T0 + 5;
+    h.cooldown_ms = 2000;
+    begin(f);
+    OK(f->w->ops->health_save(f->w, &h, 1));
+    OK(f->w->ops->clock_step(f->w, -H, 1, &rows));
+    commit(f);
+    assert_int_equal(rows, 1);
+    assert_int_equal(get(f, x).m.next_attempt_at, T0 + 1010 - H);
+    assert_int_equal(get(f, x).m.created_at, T0 - H);
+    assert_int_equal(get(f, y).m.next_attempt_at, T0 + 2000);   /* n2's clock wrote it */
+    assert_int_equal(get(f, p).m.next_attempt_at, T0 + 1);      /* claimed by nobody yet */
+    back.endpoint_id = a;
+    OK(f->w->ops->health_load(f->w, keep_health, &back));
+    assert_int_equal(back.opened_at, T0 + 5);
+    store_close(w2);
+#else
+    (void)state;
+#endif
+}
+
 /* The breaker is the health row's: a claim that did not read it under
  * lock takes nothing while another node has it open, and says so; the
  * probe out is every node's to see. */
@@ -1576,6 +1633,7 @@ static void shared_breaker_blocks_every_node(void **state)
         cmocka_unit_test_setup_teardown(stats_count_and_find_the_oldest, setup, teardown),     \
         cmocka_unit_test_setup_teardown(export_then_import_moves_the_queue, setup, teardown),          \
         cmocka_unit_test_setup_teardown(shared_results_count_for_the_claiming_node_only, setup, teardown), \
+        cmocka_unit_test_setup_teardown(shared_clock_step_moves_only_this_nodes_rows, setup, teardown), \
         cmocka_unit_test_setup_teardown(shared_breaker_blocks_every_node, setup, teardown)
 
 int main(void)
