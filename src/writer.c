@@ -82,7 +82,6 @@ static int64_t writer_now(struct writer *w)
     return now;
 }
 
-
 /* After a failed fsync the kernel may have dropped the dirty pages and a
  * retried fsync can report success for data that never reached the disk
  * (PostgreSQL's lesson). So an I/O error on a commit is not retried: the
@@ -262,8 +261,9 @@ static void wait_for_work(struct writer *w)
         int results_ready = w->results && mono >= w->retry_results_at;
         int step_ready = w->step_unsaved && mono >= w->step_retry_at;
 
-        if (w->inbox || results_ready || step_ready || w->reload_pending || w->rollups || w->events_n || w->finishing ||
-            (w->stopping && !w->stop_seen) || (!w->stopping && (w->npoke || w->poke_all || w->ep_sync)))
+        if (w->inbox || results_ready || step_ready || w->reload_pending || w->rollups || w->events_n ||
+            w->finishing || (w->stopping && !w->stop_seen) ||
+            (!w->stopping && (w->npoke || w->poke_all || w->ep_sync)))
             return;
         wake = w->stopping ? INT64_MAX : dispatch_next_wake(&w->reg, now, mono);
         until = cron_next(w->cron, CRON_WRITER);
