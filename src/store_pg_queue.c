@@ -33,10 +33,11 @@ int pg_recover(struct store *s, int64_t now, int64_t *n)
 
 /* The wall clock stepped (clockstep.h). Several nodes share the rows and
  * each wrote its times with its own clock: a node whose clock stepped
- * moves only what its clock wrote, the rows it claimed last (their
- * retry time is its settle's, a released row's its release's) and never
- * the shared breakers; nodes on one host all see the step and each moves
- * its own rows once. A node alone moves everything, as SQLite does. */
+ * moves only what its clock wrote, the rows whose claimed_by is this
+ * node (it enqueued them, or claimed them last: their retry time is its
+ * settle's, a released row's its release's), and never the shared
+ * breakers; nodes on one host all see the step and each moves its own
+ * rows once. A node alone moves everything, as SQLite does. */
 int pg_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows)
 {
     struct pg_store *g = (struct pg_store *)s;
@@ -109,8 +110,7 @@ int pg_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
         pg_p_i64(&p, now);
         if (!e->claim)
             pg_p_text(&p, e->ordering_key);
-        else
-            pg_p_i64(&p, g->node_id);
+        pg_p_i64(&p, g->node_id);
         if (pg_pipe_add(&pp, e->claim ? PG_INSERT_CLAIMED : PG_INSERT, &p) < 0)
             break;
         /* rows left waiting: idle nodes may take them (one endpoint's

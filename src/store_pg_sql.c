@@ -51,9 +51,12 @@
 
 const char *const pg_sql[PG__COUNT] = {
     /* ---- writer ---- */
+    /* claimed_by of a waiting row: the node whose clock wrote its
+     * times (the enqueue's, the claim's that settled or released it),
+     * the one that moves them when its clock steps (pg_clock_step) */
     [PG_INSERT] =
         "INSERT INTO hookd_queue (endpoint_id, event_id, event_type, payload, max_attempts, created_at, "
-        "next_attempt_at, ordering_key) VALUES ($1, $2, $3, $4, $5, " TS("$6") ", " TS("$6") ", $7) "
+        "next_attempt_at, ordering_key, claimed_by) VALUES ($1, $2, $3, $4, $5, " TS("$6") ", " TS("$6") ", $7, $8) "
         "ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id",
     [PG_INSERT_CLAIMED] =
         "INSERT INTO hookd_queue (endpoint_id, event_id, event_type, payload, max_attempts, created_at, "

@@ -1,6 +1,9 @@
 """Wall-clock steps: the times hookd waits on (a row's next_attempt_at, a
 breaker's cooldown, a 429's hold) keep their length when the wall clock
-is stepped an hour back or forward under a running hookd.
+is stepped an hour back or forward under a running hookd: due rows go,
+the queue's age stays true, a breaker's cooldown and a retry's delay keep
+their length, and two nodes of one PostgreSQL store on one host move
+each row once.
 
 The clock is stepped with tests/fault/timeshift.c, an LD_PRELOAD shim
 that adds an offset read from a file to CLOCK_REALTIME, gettimeofday and
@@ -14,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import HOOKD_BIN, Reply, Sequence, wait_until
+from test_cluster import node_sections
 from test_faults import shim_path
 
 # each holds a bound of a few seconds against an hour's error: run alone
@@ -49,10 +53,11 @@ class Clock:
         return p.exists() and p.read_text().strip() == str(pid)
 
 
-def start_shifted(d):
-    """Start d with its wall clock under the test's control; skip (with
-    the reason) when the binary does not load LD_PRELOAD libraries."""
-    clock = Clock(d.dir)
+def start_shifted(d, clock=None):
+    """Start d with its wall clock under the test's control (clock: one
+    shared with other daemons, as on one host); skip (with the reason)
+    when the binary does not load LD_PRELOAD libraries."""
+    clock = clock or Clock(d.dir)
     saved = {k: os.environ.get(k) for k in ("LD_PRELOAD", "TIMESHIFT_FILE", "ASAN_OPTIONS")}
     os.environ["LD_PRELOAD"] = str(shim_path("timeshift"))
     os.environ["TIMESHIFT_FILE"] = str(clock.path)
@@ -159,3 +164,27 @@ def test_forward_step_retry_not_early(hookd, receiver):
     left = d.get(mid)["next_attempt_at"] - clock.now_ms()
     assert 45000 <= left <= 125000, "retry due in %d ms after a 1 h forward step" % left
     assert d.status(mid) == "failed"
+
+
+def test_backward_step_two_nodes_one_host(hookd, receiver, pgdb):
+    """Two nodes of one PostgreSQL store on one host see the same step:
+    each moves the rows its own clock wrote (enqueued or claimed by it),
+    so every row moves once and none stays an hour behind."""
+    ci, sql = pgdb
+    rcv = receiver(200)
+    nodes = [hookd(name="node%d" % i, endpoints={"a": ep(rcv)}, sections=node_sections(ci, "n%d" % i), start=False)
+             for i in range(2)]
+    clock = start_shifted(nodes[0])
+    start_shifted(nodes[1], clock)
+    assert nodes[0].request({"op": "pause", "endpoint": "a"})["ok"] is True
+    wait_until(lambda: nodes[1].endpoints()["a"]["paused"], 5, msg="the pause reached node 1")
+    for i in range(4):
+        assert nodes[i % 2].enqueue("a", {"i": i}, event_id="n-%d" % i)["ok"] is True
+    wait_until(lambda: (nodes[0].stats()["oldest_pending_age_ms"] or 0) >= 1000, 5, msg="rows a second old")
+    clock.step(-HOUR_MS)
+    assert nodes[1].request({"op": "resume", "endpoint": "a"})["ok"] is True
+    got = {r.event_id for r in rcv.wait_for(4, timeout=10)}
+    assert got == {"n-0", "n-1", "n-2", "n-3"}, got
+    for d in nodes:
+        line = [x for x in d.log().splitlines() if "event=clock_step " in x][0]
+        assert "scope=this_node" in line and "rows_moved=2" in line, line

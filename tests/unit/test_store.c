@@ -1485,8 +1485,8 @@ static void shared_results_count_for_the_claiming_node_only(void **state)
 }
 
 /* Shared, with another live node: a node whose clock stepped moves only
- * the rows its own clock scheduled (claimed by it last), never another
- * node's nor the shared breaker. */
+ * the rows its own clock scheduled (enqueued or claimed by it last),
+ * never another node's nor the shared breaker. */
 static void shared_clock_step_moves_only_this_nodes_rows(void **state)
 {
 #ifdef HOOKD_WITH_PG
@@ -1494,7 +1494,7 @@ static void shared_clock_step_moves_only_this_nodes_rows(void **state)
     const int64_t H = 3600000;
     struct config c2;
     struct store *w2;
-    int64_t a, x, y, p, rows = -1;
+    int64_t a, x, y, p, q, rows = -1;
     struct store_health h = {0}, back = {0};
 
     if (!f->w->ops->node_beat)
@@ -1504,6 +1504,13 @@ static void shared_clock_step_moves_only_this_nodes_rows(void **state)
     y = enqueue_at(f, a, "y", T0, NULL);
     p = enqueue_at(f, a, "p", T0 + 1, NULL);
     assert_non_null(w2 = second_node(f, "n2", &c2));
+    {
+        struct store_enqueue e = {a, "q", NULL, "{}", 2, 3, NULL, 0, 0, 0};
+        OK(w2->ops->begin(w2, 1));
+        OK(w2->ops->enqueue(w2, &e, 1, T0 + 2));   /* by n2's clock */
+        OK(w2->ops->commit(w2));
+        q = e.id;
+    }
     assert_int_equal(claim(f, a, T0, 1).n, 1);   /* x, by n1 */
     {
         struct store_claim_want w = {.endpoint_id = a, .limit = 1, .checked = 1};
@@ -1527,11 +1534,12 @@ static void shared_clock_step_moves_only_this_nodes_rows(void **state)
     OK(f->w->ops->health_save(f->w, &h, 1));
     OK(f->w->ops->clock_step(f->w, -H, 1, &rows));
     commit(f);
-    assert_int_equal(rows, 1);
+    assert_int_equal(rows, 2);
     assert_int_equal(get(f, x).m.next_attempt_at, T0 + 1010 - H);
     assert_int_equal(get(f, x).m.created_at, T0 - H);
-    assert_int_equal(get(f, y).m.next_attempt_at, T0 + 2000);   /* n2's clock wrote it */
-    assert_int_equal(get(f, p).m.next_attempt_at, T0 + 1);      /* claimed by nobody yet */
+    assert_int_equal(get(f, p).m.next_attempt_at, T0 + 1 - H);  /* n1 enqueued it */
+    assert_int_equal(get(f, y).m.next_attempt_at, T0 + 2000);   /* n2's clock wrote these */
+    assert_int_equal(get(f, q).m.next_attempt_at, T0 + 2);
     back.endpoint_id = a;
     OK(f->w->ops->health_load(f->w, keep_health, &back));
     assert_int_equal(back.opened_at, T0 + 5);
