@@ -378,8 +378,9 @@ struct store_ops {
      * the step, so every wait keeps its length and every age its value;
      * past events (delivered_at, the attempt log, last_*_at, history)
      * keep theirs. mine_only (a shared store with other live nodes):
-     * only rows whose time this node's clock wrote (claimed_by), and no
-     * breaker; *rows counts the queue rows moved. */
+     * only rows whose times this node's clock wrote (claimed_by), and
+     * the shared breakers only by the cluster's lead; *rows counts the
+     * queue rows moved. */
     int (*clock_step)(struct store *s, int64_t step_ms, int mine_only, int64_t *rows);
 
     /* Outside a transaction (writer). full: also shrink the log. */

@@ -31,13 +31,17 @@ int pg_recover(struct store *s, int64_t now, int64_t *n)
     return 0;
 }
 
-/* The wall clock stepped (clockstep.h). Several nodes share the rows and
- * each wrote its times with its own clock: a node whose clock stepped
- * moves only what its clock wrote, the rows whose claimed_by is this
- * node (it enqueued them, or claimed them last: their retry time is its
- * settle's, a released row's its release's), and never the shared
- * breakers; nodes on one host all see the step and each moves its own
- * rows once. A node alone moves everything, as SQLite does. */
+/* The wall clock stepped (clockstep.h). A node alone moves everything,
+ * as SQLite does. Several nodes share the rows and each wrote its times
+ * with its own clock: a node whose clock stepped moves only what its
+ * clock wrote, the rows whose claimed_by is this node (it enqueued them,
+ * or claimed them last: their retry time is its settle's, a released
+ * row's its release's); nodes on one host all see the step and each
+ * moves its own rows once. The shared breakers' times were written by
+ * whichever node opened them: the lead moves them, once for the cluster
+ * (right when the nodes step together, one host or one clock source; a
+ * lead stepping alone has a clock an hour off the others', which the
+ * cluster's times cannot follow anyway). */
 int pg_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows)
 {
     struct pg_store *g = (struct pg_store *)s;
@@ -59,7 +63,7 @@ int pg_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows
     }
     *rows = pg_changed(r);
     PQclear(r);
-    if (mine_only)
+    if (mine_only && !g->lead)
         return 0;
     snprintf(sql, sizeof sql,
              "UPDATE endpoint_health SET opened_at = opened_at + %lld * interval '1 millisecond', "

@@ -1485,8 +1485,9 @@ static void shared_results_count_for_the_claiming_node_only(void **state)
 }
 
 /* Shared, with another live node: a node whose clock stepped moves only
- * the rows its own clock scheduled (enqueued or claimed by it last),
- * never another node's nor the shared breaker. */
+ * the rows its own clock scheduled (enqueued or claimed by it last), and
+ * the shared breaker only if it is the lead. Both nodes stepping (one
+ * host) moves every row once and the breaker once. */
 static void shared_clock_step_moves_only_this_nodes_rows(void **state)
 {
 #ifdef HOOKD_WITH_PG
@@ -1494,6 +1495,7 @@ static void shared_clock_step_moves_only_this_nodes_rows(void **state)
     const int64_t H = 3600000;
     struct config c2;
     struct store *w2;
+    struct store_node nd;
     int64_t a, x, y, p, q, rows = -1;
     struct store_health h = {0}, back = {0};
 
@@ -1504,6 +1506,10 @@ static void shared_clock_step_moves_only_this_nodes_rows(void **state)
     y = enqueue_at(f, a, "y", T0, NULL);
     p = enqueue_at(f, a, "p", T0 + 1, NULL);
     assert_non_null(w2 = second_node(f, "n2", &c2));
+    OK(f->w->ops->node_beat(f->w, &nd));
+    assert_int_equal(nd.lead, 1);
+    OK(w2->ops->node_beat(w2, &nd));
+    assert_int_equal(nd.lead, 0);
     {
         struct store_enqueue e = {a, "q", NULL, "{}", 2, 3, NULL, 0, 0, 0};
         OK(w2->ops->begin(w2, 1));
@@ -1532,6 +1538,9 @@ static void shared_clock_step_moves_only_this_nodes_rows(void **state)
     h.cooldown_ms = 2000;
     begin(f);
     OK(f->w->ops->health_save(f->w, &h, 1));
+    commit(f);
+    /* n1, the lead, steps: its rows and the breaker move */
+    begin(f);
     OK(f->w->ops->clock_step(f->w, -H, 1, &rows));
     commit(f);
     assert_int_equal(rows, 2);
@@ -1542,7 +1551,17 @@ static void shared_clock_step_moves_only_this_nodes_rows(void **state)
     assert_int_equal(get(f, q).m.next_attempt_at, T0 + 2);
     back.endpoint_id = a;
     OK(f->w->ops->health_load(f->w, keep_health, &back));
-    assert_int_equal(back.opened_at, T0 + 5);
+    assert_int_equal(back.opened_at, T0 + 5 - H);
+    /* n2 on the same host steps too: its rows move, the breaker not again */
+    OK(w2->ops->begin(w2, 0));
+    OK(w2->ops->clock_step(w2, -H, 1, &rows));
+    OK(w2->ops->commit(w2));
+    assert_int_equal(rows, 2);
+    assert_int_equal(get(f, y).m.next_attempt_at, T0 + 2000 - H);
+    assert_int_equal(get(f, q).m.next_attempt_at, T0 + 2 - H);
+    assert_int_equal(get(f, x).m.next_attempt_at, T0 + 1010 - H);
+    OK(f->w->ops->health_load(f->w, keep_health, &back));
+    assert_int_equal(back.opened_at, T0 + 5 - H);
     store_close(w2);
 #else
     (void)state;
