@@ -188,3 +188,25 @@ def test_backward_step_two_nodes_one_host(hookd, receiver, pgdb):
     for d in nodes:
         line = [x for x in d.log().splitlines() if "event=clock_step " in x][0]
         assert "scope=this_node" in line and "rows_moved=2" in line, line
+
+
+def test_backward_step_two_nodes_shared_breaker(hookd, receiver, pgdb):
+    """The cluster's breaker (2 s cooldown) opened just before both nodes'
+    clock went back an hour: it half-opens about 2 s after it opened."""
+    ci, sql = pgdb
+    rcv = receiver(Sequence(500, 500, 500, 200))
+    nodes = [hookd(name="node%d" % i, sections=node_sections(
+        ci, "n%d" % i, {"breaker": {"failure_threshold": 3, "cooldown": "2s", "max_cooldown": "10s"}}),
+        endpoints={"a": ep(rcv, max_in_flight=1, max_attempts=100, base_delay="1ms", max_delay="10ms")},
+        start=False) for i in range(2)]
+    clock = start_shifted(nodes[0])
+    start_shifted(nodes[1], clock)
+    mid = nodes[0].enqueue("a", {"x": 1})["id"]
+    reqs = rcv.wait_for(3, timeout=10)
+    t_open = reqs[2].t
+    wait_until(lambda: nodes[1].endpoints()["a"]["state"] == "open", 5, msg="breaker open")
+    clock.step(-HOUR_MS)
+    probe = rcv.wait_for(4, timeout=15)[3]
+    gap = probe.t - t_open
+    assert 1.5 <= gap <= 8.0, "probe %.2fs after the breaker opened (cooldown 2s, clock stepped back 1 h)" % gap
+    nodes[0].wait_status(mid, "delivered")
