@@ -40,6 +40,7 @@ LIB_SRCS := \
 	src/tpl.c \
 	src/urlmask.c \
 	src/tbucket.c \
+	src/clockstep.c \
 	src/limiter.c \
 	src/slotq.c \
 	src/xfer.c \

@@ -208,4 +208,11 @@ void registry_ops_tick(struct registry *r, int64_t now);
  * the caller's transaction, and wake that endpoint. */
 int registry_notify_flush(struct registry *r, struct store *st, int64_t now);
 
+/* The wall clock stepped by step_ms (clockstep.h): every time the
+ * endpoints wait on or measure from (due times, 429 holds, breaker
+ * openings and failure runs, limiter and event windows) moves with it,
+ * so no wait grows or shrinks by the step. Outside a round; the stored
+ * times move with store clock_step. */
+void registry_clock_step(struct registry *r, int64_t step_ms);
+
 #endif

@@ -381,6 +381,17 @@ struct store_ops {
     int (*health_lock)(struct store *s, const int64_t *ids, size_t n,
                        int (*fn)(void *ctx, const struct store_health *h), void *ctx);
 
+    /* Inside a transaction (writer): the wall clock stepped by step_ms
+     * (clockstep.h). Waiting and in-flight rows' next_attempt_at and
+     * created_at, and the breakers' opened_at and failing_since, move by
+     * the step, so every wait keeps its length and every age its value;
+     * past events (delivered_at, the attempt log, last_*_at, history)
+     * keep theirs. mine_only (a shared store with other live nodes):
+     * only rows whose times this node's clock wrote (claimed_by), and
+     * the shared breakers only by the cluster's lead; *rows counts the
+     * queue rows moved. */
+    int (*clock_step)(struct store *s, int64_t step_ms, int mine_only, int64_t *rows);
+
     /* Outside a transaction (writer). full: also shrink the log. */
     int (*checkpoint)(struct store *s, int full);
     /* Outside a transaction (writer): 1 when the log has grown enough

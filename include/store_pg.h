@@ -180,6 +180,7 @@ void pg_node_leave(struct pg_store *g);
 
 /* The operations, by file. */
 int pg_recover(struct store *s, int64_t now, int64_t *n);
+int pg_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows);
 int pg_node_beat(struct store *s, struct store_node *out);
 int pg_health_lock(struct store *s, const int64_t *ids, size_t n, int (*fn)(void *ctx, const struct store_health *h),
                    void *ctx);

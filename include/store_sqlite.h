@@ -75,6 +75,7 @@ const char *sq_health_select(void);
 
 /* The operations, by file. */
 int sq_recover(struct store *s, int64_t now, int64_t *n);
+int sq_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows);
 int sq_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now);
 int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int ordered,
              int (*fn)(void *ctx, const struct store_claimed *row), void *ctx, int *n);

@@ -10,6 +10,9 @@
 int64_t util_now_ms(void);   /* wall clock, UTC epoch ms (stored times) */
 int64_t util_mono_ms(void);  /* monotonic ms (timers, intervals) */
 int64_t util_mono_us(void);
+/* elapsed ms since boot, suspend included (CLOCK_BOOTTIME): what the wall
+ * clock is checked against for steps (clockstep.h) */
+int64_t util_boot_ms(void);
 
 /* A growable byte buffer, always NUL terminated when p != NULL. Appends
  * check for overflow; on allocation failure they return -1, leave the

@@ -1,5 +1,6 @@
 /* registry.c - the live endpoint table. */
 #include "registry.h"
+#include "clockstep.h"
 #include "log.h"
 #include "util.h"
 
@@ -683,4 +684,24 @@ void registry_log_success(struct registry *r, struct endpoint *e, int64_t now)
         return;
     log_info("endpoint_delivering", "endpoint=%s note=\"delivered again after a logged failure\"",
              e->conf->def.name);
+}
+
+/* ---- wall-clock steps ---- */
+
+void registry_clock_step(struct registry *r, int64_t step_ms)
+{
+    size_t i;
+
+    /* outside a round: nothing to undo */
+    for (i = 0; i < r->n; i++) {
+        struct endpoint *e = r->v[i];
+        e->next_due = clockstep_shift(e->next_due, step_ms);
+        e->hold_until = clockstep_shift(e->hold_until, step_ms);
+        e->br.opened_at = clockstep_shift(e->br.opened_at, step_ms);
+        e->br.failing_since = clockstep_shift(e->br.failing_since, step_ms);
+        e->health_saved_at = clockstep_shift(e->health_saved_at, step_ms);
+        e->lim.cut_at = clockstep_shift(e->lim.cut_at, step_ms);
+        e->flap.sent_at = clockstep_shift(e->flap.sent_at, step_ms);
+    }
+    r->tlog.start = clockstep_shift(r->tlog.start, step_ms);
 }

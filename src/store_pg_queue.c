@@ -53,6 +53,48 @@ int pg_recover(struct store *s, int64_t now, int64_t *n)
     return 0;
 }
 
+/* The wall clock stepped (clockstep.h). A node alone moves everything,
+ * as SQLite does. Several nodes share the rows and each wrote its times
+ * with its own clock: a node whose clock stepped moves only what its
+ * clock wrote, the rows whose claimed_by is this node (it enqueued them,
+ * or claimed them last: their retry time is its settle's, a released
+ * row's its release's); nodes on one host all see the step and each
+ * moves its own rows once. The shared breakers' times were written by
+ * whichever node opened them: the lead moves them, once for the cluster
+ * (right when the nodes step together, one host or one clock source; a
+ * lead stepping alone has a clock an hour off the others', which the
+ * cluster's times cannot follow anyway). */
+int pg_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    char sql[512], mine[64] = "";
+    PGresult *r;
+
+    if (mine_only)
+        snprintf(mine, sizeof mine, " AND claimed_by = %lld", (long long)g->node_id);
+    snprintf(sql, sizeof sql,
+             "UPDATE hookd_queue SET next_attempt_at = next_attempt_at + %lld * interval '1 millisecond', "
+             "created_at = created_at + %lld * interval '1 millisecond' "
+             "WHERE status IN ('pending', 'failed', 'in_flight')%s",
+             (long long)step_ms, (long long)step_ms, mine);
+    r = PQexec(g->conn, sql);
+    if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
+        pg_fail(g, r, "clock step");
+        PQclear(r);
+        return -1;
+    }
+    *rows = pg_changed(r);
+    PQclear(r);
+    if (mine_only && !g->lead)
+        return 0;
+    snprintf(sql, sizeof sql,
+             "UPDATE endpoint_health SET opened_at = opened_at + %lld * interval '1 millisecond', "
+             "failing_since = failing_since + %lld * interval '1 millisecond' "
+             "WHERE opened_at IS NOT NULL OR failing_since IS NOT NULL",
+             (long long)step_ms, (long long)step_ms);
+    return pg_exec_sql(g, sql, "clock step");
+}
+
 struct enq {
     struct store_enqueue *v;
     size_t n;
@@ -94,8 +136,7 @@ int pg_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
         pg_p_i64(&p, now);
         if (!e->claim)
             pg_p_text(&p, e->ordering_key);
-        else
-            pg_p_i64(&p, g->node_id);
+        pg_p_i64(&p, g->node_id);
         if (pg_pipe_add(&pp, e->claim ? PG_INSERT_CLAIMED : PG_INSERT, &p) < 0)
             break;
         /* rows left waiting: idle nodes may take them (one endpoint's

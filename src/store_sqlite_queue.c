@@ -51,6 +51,39 @@ int sq_recover(struct store *s, int64_t now, int64_t *n)
     return 0;
 }
 
+/* One statement run once (a step is rare: not worth a prepared slot). */
+static int run_step(struct sq_store *q, const char *sql, int64_t step_ms, int64_t *changed)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
+
+    if (rc != SQLITE_OK)
+        return sq_fail(q, rc, "clock step");
+    sqlite3_bind_int64(st, 1, step_ms);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return sq_fail(q, rc, "clock step");
+    if (changed)
+        *changed = sqlite3_changes(q->db);
+    return 0;
+}
+
+/* One process owns the file: every stored wait is this clock's. */
+int sq_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows)
+{
+    struct sq_store *q = (struct sq_store *)s;
+
+    (void)mine_only;
+    if (run_step(q, "UPDATE webhook_queue SET next_attempt_at = next_attempt_at + ?1, created_at = created_at + ?1 "
+                 "WHERE status IN ('pending', 'failed', 'in_flight')", step_ms, rows) < 0 ||
+        run_step(q, "UPDATE endpoint_health SET opened_at = opened_at + ?1 WHERE opened_at > 0", step_ms, NULL) < 0 ||
+        run_step(q, "UPDATE endpoint_health SET failing_since = failing_since + ?1 WHERE failing_since > 0", step_ms,
+                 NULL) < 0)
+        return -1;
+    return 0;
+}
+
 int sq_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
 {
     struct sq_store *q = (struct sq_store *)s;

@@ -319,6 +319,30 @@ static int m_recover(struct store *s, int64_t now, int64_t *n)
     return 0;
 }
 
+static int m_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows)
+{
+    struct mem_state *st = ST(s);
+    size_t i;
+
+    (void)mine_only;   /* one process */
+    if (writer_only(s, "clock_step"))
+        return -1;
+    *rows = 0;
+    for (i = 0; i < st->nmsg; i++)
+        if (waiting(&st->msg[i]) || st->msg[i].status == MSG_IN_FLIGHT) {
+            st->msg[i].next_attempt_at += step_ms;
+            st->msg[i].created_at += step_ms;
+            (*rows)++;
+        }
+    for (i = 0; i < st->nhl; i++) {
+        if (st->hl[i].h.opened_at > 0)
+            st->hl[i].h.opened_at += step_ms;
+        if (st->hl[i].h.failing_since > 0)
+            st->hl[i].h.failing_since += step_ms;
+    }
+    return 0;
+}
+
 static int m_endpoints_load(struct store *s, int (*fn)(void *, int64_t, int, const struct ep_def *), void *ctx)
 {
     struct mem_state *st = ST(s);
@@ -1389,6 +1413,7 @@ static const struct store_ops mem_ops = {
     .health_save = m_health_save,
     .rollup_save = m_rollup_save,
     .latency_ring_size = m_latency_ring_size,
+    .clock_step = m_clock_step,
     .checkpoint = m_checkpoint,
     .backup = m_backup,
     .snapshot_begin = m_snapshot_begin,
