@@ -17,7 +17,9 @@
 # is safe here: the only way in is a socket in a directory only that user
 # and root can enter. fsync is off: the tests check behaviour, and a
 # crash of this cluster loses nothing anyone needs. HOOKD_PG_DURABLE=1
-# keeps PostgreSQL's defaults (the benchmarks: commits really reach disk).
+# keeps PostgreSQL's defaults (the benchmarks, and the durability test:
+# commits really reach disk). HOOKD_PG_OPTS adds server options
+# ("-c name=value ...") at start and restart.
 set -eu
 
 die() { printf 'pg-cluster: %s\n' "$*" >&2; exit 1; }
@@ -63,6 +65,7 @@ up() {
     dir=$1
     opts="-k $dir -c listen_addresses= -c max_connections=200"
     [ "${HOOKD_PG_DURABLE:-0}" = 1 ] || opts="$opts -c fsync=off -c full_page_writes=off"
+    [ -z "${HOOKD_PG_OPTS:-}" ] || opts="$opts $HOOKD_PG_OPTS"
     as_owner "$(pgbin)/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "$opts" start >/dev/null ||
         { cat "$dir/server.log" >&2; die "the server did not start"; }
 }
