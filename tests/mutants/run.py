@@ -164,7 +164,7 @@ def main():
     env = dict(os.environ)
     env["HOOKD_BIN"] = str(tree / "build" / "hookd")
     env.pop("HOOKD_TEST_BACKEND", None)   # each kill command says its backend
-    env.setdefault("STATIC_CACHE", "")
+    env.setdefault("PYTHON", sys.executable)   # the kill commands' $PYTHON
     build = "make -j%s all >/dev/null" % (os.environ.get("MUTANT_JOBS") or "2")
 
     # every mutation applies to exactly one place of the unmutated file
