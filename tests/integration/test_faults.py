@@ -985,6 +985,27 @@ def test_power_cut_shim_loses_what_was_never_synced(hookd):
     assert kept[True] < 200, "the power-cut shim dropped nothing: %s" % kept
 
 
+def test_power_cut_keeps_every_acknowledged_enqueue(hookd):
+    """The same 200 enqueues with the default synchronous setting: each
+    acknowledgement came after its fsync, so a cut right after the last
+    one loses none (the quick form of the loop below; the mutant
+    ack-before-durable-commit of tests/mutants must fail it)."""
+    d = hookd(endpoints={"a": PARKED}, start=False)
+    mark = d.dir / "powercut.mark"
+    with powercut_env(mark):
+        d.start()
+    if not mark.exists():
+        d.stop()
+        pytest.skip("%s does not load LD_PRELOAD libraries (static binary?)" % HOOKD_BIN)
+    reps = send_all(d, [enq("a", "pk-%d" % i) for i in range(200)])
+    assert all(r and r.get("ok") for r in reps)
+    d.kill()
+    d.start()
+    kept = stored_event_ids(d)
+    d.stop()
+    assert len(kept) == 200, "a power cut lost %d acknowledged events" % (200 - len(kept))
+
+
 def test_power_cut_loop(hookd, receiver):
     """kill -9 under full-speed load while every write since the last fsync
     lives only in memory: nothing acknowledged is lost, the file is sound."""
