@@ -26,7 +26,13 @@ import pytest
 from conftest import HOOKD_BIN, ROOT, Client, Reply, error_code, wait_until
 
 # kill -9 loops, power cuts, full disks: heavy and timed: run on their own, not beside other tests (Makefile: integration)
-pytestmark = pytest.mark.serial
+# The faults are injected into the SQLite file (its fsync and writes, its
+# pages, its -wal, the page cache of a power cut). PostgreSQL's own:
+# test_postgres.py (kill -9 of hookd under load, the server restarting)
+# and test_pg_durability.py (kill -9 of the server).
+pytestmark = [pytest.mark.serial,
+              pytest.mark.sqlite_only("faults injected into the SQLite file; PostgreSQL's in test_postgres.py "
+                                      "and test_pg_durability.py")]
 
 FAULT_DIR = ROOT / "tests" / "fault"
 EX_TEMPFAIL = 75
