@@ -2,9 +2,9 @@
 survives the server being killed (kill -9 of the postmaster and every
 process of the cluster) under load.
 
-The cluster here is not the suites' fsync=off one: it keeps PostgreSQL's
-durable defaults (HOOKD_PG_DURABLE=1, fsync on) and sets wal_writer_delay
-to its maximum, 10 s, so a commit that did not wait for its WAL flush
+The cluster here is a private one with PostgreSQL's durable defaults
+(fsync on, whatever HOOKD_PG_DURABLE says) and wal_writer_delay at its
+maximum, 10 s, so a commit that did not wait for its WAL flush
 (synchronous_commit off) stays in the server's memory long enough for the
 kill to lose it. A killed process loses what it had not written; the
 page cache survives, so this is the process-crash half of durability;
