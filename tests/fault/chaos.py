@@ -106,6 +106,14 @@ def record(name, load, faults, inputs, lost, dups, ok, detail=""):
     print("[chaos] %-22s %s" % (name, "ok" if ok else "FAIL " + detail[:300]), flush=True)
 
 
+def skipped(name, why):
+    """A scenario that did not run (no shim in a static binary, no tmpfs):
+    it proved nothing, so the run does not pass."""
+    ROWS.append((name, "-", "-", "-", "-", "-", "NOT RUN"))
+    FAILED.append("%s: did not run: %s" % (name, why))
+    print("[chaos] %-22s NOT RUN: %s" % (name, why), flush=True)
+
+
 def run_kills(env, args):
     row = tf.kill_loop(env.hookd, env.receiver, kills=args.kills, seed=args.seed, rate=args.rate,
                        gap=(0.3, 3.0), drain_timeout=240)
@@ -154,7 +162,7 @@ def run_io(env, args, rnd):
             exits += res["exit"] == tf.EX_TEMPFAIL
             phantom += res["refused_but_stored"]
         except Skipped as e:
-            record("I/O errors", "-", "-", "-", "-", "-", True, "skipped: %s" % e)
+            skipped("I/O errors", str(e))
             return
         except AssertionError as e:
             tried += 1
@@ -172,8 +180,8 @@ def run_disk_full(env, args):
     try:
         mnt = env.tmpfs("8m")
         variants.append(("tmpfs", mnt))
-    except Skipped:
-        pass
+    except Skipped as e:
+        skipped("disk full (tmpfs)", str(e))
     variants.append(("shim", None))
     for kind, mnt in variants:
         rcv = env.receiver(conftest.Reply(200, delay=0.3))
@@ -195,7 +203,7 @@ def run_disk_full(env, args):
             record("disk full (%s)" % kind, "enqueues + deliveries (0.3 s replies)", faults,
                    "%d acked" % res["acked"], res["lost"], res["duplicates"], res["lost"] == 0)
         except Skipped as e:
-            record("disk full (%s)" % kind, "-", "-", "-", "-", "-", True, "skipped: %s" % e)
+            skipped("disk full (%s)" % kind, str(e))
         except AssertionError as e:
             record("disk full (%s)" % kind, "-", "-", "-", "?", "?", False, str(e))
         finally:
@@ -446,6 +454,8 @@ def main():
                 fn(env, args, rnd)
             else:
                 fn(env, args)
+        except Skipped as e:   # a BaseException: not caught below
+            skipped(name, str(e))
         except Exception as e:  # noqa: BLE001 - a crashed step is a failed step
             traceback.print_exc()
             record(name, "-", "-", "-", "?", "?", False, "step crashed: %r" % e)

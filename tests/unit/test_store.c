@@ -437,10 +437,23 @@ static void claim_keeps_each_key_in_order(void **state)
     int64_t a1 = enqueue_keyed(f, a, "a1", "A", T0), a2 = enqueue_keyed(f, a, "a2", "A", T0);
     int64_t b1 = enqueue_keyed(f, a, "b1", "B", T0), n1 = enqueue_keyed(f, a, "n1", NULL, T0);
     int64_t a3 = enqueue_keyed(f, a, "a3", "A", T0);
+    int64_t u = put_endpoint(f, "u", 0), u1, u2, u3;
     struct claimed c;
 
-    /* an endpoint without ordering takes every due row */
-    assert_int_equal(claim_as(f, a, T0 - 1, 10, 0).n, 0);
+    /* an endpoint without ordering takes every due row, keys or not
+     * (with rows due: a claim that took nothing would prove nothing) */
+    u1 = enqueue_keyed(f, u, "u1", "A", T0);
+    u2 = enqueue_keyed(f, u, "u2", "A", T0);
+    u3 = enqueue_keyed(f, u, "u3", "A", T0 + 5);
+    assert_int_equal(claim_as(f, u, T0 - 1, 10, 0).n, 0);
+    c = claim_as(f, u, T0, 10, 0);
+    assert_int_equal(c.n, 2);
+    assert_int_equal(c.id[0], u1);
+    assert_int_equal(c.id[1], u2);
+    c = claim_as(f, u, T0 + 5, 10, 0);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.id[0], u3);
+    assert_int_equal(claim_as(f, a, T0 - 1, 10, 1).n, 0);
     c = claim_as(f, a, T0, 10, 1);
     assert_int_equal(c.n, 3);
     assert_int_equal(c.id[0], a1);
