@@ -41,6 +41,7 @@ LIB_SRCS := \
 	src/slotq.c \
 	src/xfer.c \
 	src/util.c \
+	src/jscan.c \
 	src/log.c \
 	src/settings.c \
 	src/epdef.c \
