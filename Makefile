@@ -78,6 +78,7 @@ LIB_SRCS := \
 	src/query_report.c \
 	src/reader.c \
 	src/deliver.c \
+	src/climit.c \
 	src/ctlsock.c \
 	src/server.c \
 	src/client.c \

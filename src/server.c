@@ -3,6 +3,7 @@
  * (enqueue, admin) or the reader (queries) and their replies come back
  * through a completion list and an eventfd, written in request order. */
 #include "server.h"
+#include "climit.h"
 #include "cron.h"
 #include "ctlsock.h"
 #include "deliver.h"
@@ -32,36 +33,61 @@
 #include <unistd.h>
 
 #define READ_CHUNK 65536
-#define MAX_PENDING_PER_CONN 4096   /* stop reading a pipelining client beyond this */
-#define MAX_OUT_PER_CONN (8 << 20)
+#define READS_PER_TURN 4        /* a connection's reads per loop turn: others get theirs */
+#define LINES_PER_TURN 256      /* its request lines handled per loop turn */
+#define WRITER_RESERVE 1024     /* bytes set aside for an enqueue's or admin op's reply */
+
+/* One uid's connections and the bytes they hold (struct climit). */
+struct peer {
+    uid_t uid;
+    int admin;                /* not held to the per-user limits */
+    int closed;               /* over user_memory: none of its connections reads */
+    size_t nconns;
+    size_t bytes;
+    struct conn *conns;       /* linked by peer_next */
+    struct peer *next;
+};
 
 struct conn {
     int fd;
     uid_t uid;
     pid_t pid;
     int admin;
-    struct buf in;
+    struct peer *peer;
+    struct buf in;            /* a partial line, or lines held back by the budget */
+    size_t in_scanned;        /* bytes at the front of in known to hold no newline */
     struct buf out;
     size_t out_off;          /* bytes of out already sent: a large reply
                               * goes out in many sends, and moving the rest
                               * to the front after each would be quadratic */
     struct req *head, *tail;  /* reply FIFO, request order */
     size_t pending;           /* requests not yet written (incl. in threads) */
+    size_t held;              /* bytes of the requests in the FIFO (req.held) */
+    size_t reserved;          /* bytes set aside for replies to come (req.reserve) */
+    size_t counted;           /* bytes counted in peer->bytes */
     int eof;                  /* peer finished sending */
+    int hup;                  /* peer gone */
     int dead;                 /* fd closed; freed when pending reaches 0 */
     int skipping;             /* inside an over-long line */
-    int want_out;
-    int reading;              /* EPOLLIN registered */
+    int backlog;              /* in holds complete lines not yet handled */
+    unsigned events;          /* asked of epoll */
+    int registered;           /* in the epoll set */
+    int queued;               /* on S.dirty */
+    int64_t active_ms, line_ms, out_ms;   /* struct climit_conn */
     struct conn *prev, *next; /* all live connections */
+    struct conn *peer_next;   /* the peer's connections */
+    struct conn *dirty;       /* to be serviced at the end of the loop turn */
     struct conn *grave;       /* dead ones waiting to be freed */
 };
 
 static struct {
     const struct config *c;
+    struct climit lim_conn;
     int ep;
     int lfd;
     int efd;                  /* completions and shutdown-done */
     int sfd;
+    int spare_fd;             /* given up to accept and refuse when out of descriptors */
     pthread_mutex_t mu;
     struct req *done_head;    /* completions, under mu */
     struct writer *w;
@@ -69,8 +95,13 @@ static struct {
     struct deliver *d;
     struct cron jobs;         /* the one table of periodic jobs */
     struct conn *conns;
+    struct conn *dirty;       /* connections to service this turn */
     struct conn *grave;       /* freed at the end of a loop turn */
+    struct peer *peers;
     size_t nconns;
+    int64_t now;              /* monotonic ms of this loop turn */
+    int64_t next_sweep;
+    uint64_t refused[4], expired[4];   /* since the last log line (enum climit_*) */
     int shutting_down;
     int stopped;              /* under mu: the stopper thread finished */
     int fatal_status;         /* under mu: exit with this after flushing */
@@ -113,7 +144,49 @@ static void fatal(void *ctx, int status)
         (void)0;
 }
 
+/* ---- peers: one per uid with connections ---- */
+
+static struct peer *peer_get(uid_t uid, int admin)
+{
+    struct peer *p;
+
+    for (p = S.peers; p; p = p->next)
+        if (p->uid == uid)
+            return p;
+    if (!(p = calloc(1, sizeof *p)))
+        return NULL;
+    p->uid = uid;
+    p->admin = admin;
+    p->next = S.peers;
+    S.peers = p;
+    return p;
+}
+
+static void peer_put(struct peer *p)
+{
+    struct peer **pp;
+
+    if (p->nconns)
+        return;
+    for (pp = &S.peers; *pp; pp = &(*pp)->next)
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    free(p);
+}
+
 /* ---- connections ---- */
+
+/* Serviced at the end of this loop turn (once, however often marked). */
+static void conn_mark(struct conn *c)
+{
+    if (c->queued || c->dead)
+        return;
+    c->queued = 1;
+    c->dirty = S.dirty;
+    S.dirty = c;
+}
 
 static void conn_free(struct conn *c)
 {
@@ -138,6 +211,13 @@ static void conn_reap(void)
     }
 }
 
+static void req_release(struct req *r)
+{
+    proto_req_free(&r->p);
+    buf_free(&r->reply);
+    free(r);
+}
+
 /* A dead connection's finished replies that nobody will read; requests
  * still in a thread are dropped when they come back. */
 static void conn_drop_finished(struct conn *c)
@@ -147,9 +227,7 @@ static void conn_drop_finished(struct conn *c)
     while ((r = c->head) && r->done) {
         c->head = r->fifo;
         c->pending--;
-        proto_req_free(&r->p);
-        buf_free(&r->reply);
-        free(r);
+        req_release(r);
     }
     if (!c->head)
         c->tail = NULL;
@@ -157,11 +235,77 @@ static void conn_drop_finished(struct conn *c)
         conn_bury(c);
 }
 
-static void conn_close(struct conn *c)
+static int conn_over_budget(const struct conn *c)
 {
+    return (c->out.len - c->out_off) + c->held + c->reserved >= S.lim_conn.client_memory;
+}
+
+/* May the connection take in more: read, or handle a line it holds? */
+static int conn_open(const struct conn *c)
+{
+    return !c->dead && !c->eof && !conn_over_budget(c) && !c->peer->closed;
+}
+
+static void conn_update_events(struct conn *c)
+{
+    struct epoll_event ev = {0};
+    int reading;
+
     if (c->dead)
         return;
-    epoll_ctl(S.ep, EPOLL_CTL_DEL, c->fd, NULL);
+    reading = conn_open(c) && !c->backlog && !c->hup;
+    ev.events = (reading ? EPOLLIN | EPOLLRDHUP : 0) | (c->out.len > c->out_off ? EPOLLOUT : 0);
+    if (c->hup && !ev.events) {
+        /* a peer that hung up is reported whatever the mask: while it is
+         * not read it leaves the set, or the loop would spin on it */
+        if (c->registered)
+            epoll_ctl(S.ep, EPOLL_CTL_DEL, c->fd, NULL);
+        c->registered = 0;
+        c->events = 0;
+        return;
+    }
+    if (c->registered && ev.events == c->events)
+        return;
+    ev.data.ptr = c;
+    if (epoll_ctl(S.ep, c->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &ev) < 0) {
+        log_error("epoll_ctl", "err=\"%s\"", strerror(errno));
+        return;
+    }
+    c->registered = 1;
+    c->events = ev.events;
+}
+
+/* Bring the uid's count of bytes up to date; open or close its gate. */
+static void conn_account(struct conn *c)
+{
+    struct peer *p = c->peer;
+    size_t now;
+    int closed;
+    struct conn *o;
+
+    if (c->dead)
+        return;
+    now = c->in.len + (c->out.len - c->out_off) + c->held;
+    p->bytes = p->bytes - c->counted + now;
+    c->counted = now;
+    if (p->admin)
+        return;
+    closed = climit_user_gate(&S.lim_conn, p->closed, p->bytes);
+    if (closed == p->closed)
+        return;
+    p->closed = closed;
+    for (o = p->conns; o; o = o->peer_next)
+        conn_mark(o);   /* stop reading, or read and handle what is held */
+}
+
+static void conn_close(struct conn *c)
+{
+    struct conn **pp;
+
+    if (c->dead)
+        return;
+    if (c->registered)
+        epoll_ctl(S.ep, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
     c->fd = -1;
     c->dead = 1;
@@ -172,19 +316,30 @@ static void conn_close(struct conn *c)
     if (c->next)
         c->next->prev = c->prev;
     S.nconns--;
+    c->peer->bytes -= c->counted;
+    c->counted = 0;
+    for (pp = &c->peer->conns; *pp; pp = &(*pp)->peer_next)
+        if (*pp == c) {
+            *pp = c->peer_next;
+            break;
+        }
+    c->peer->nconns--;
+    peer_put(c->peer);
+    c->peer = NULL;
+    buf_free(&c->in);
+    buf_free(&c->out);
     conn_drop_finished(c);
 }
 
-static void conn_update_events(struct conn *c)
+/* A request's reply is complete: it holds the reply's bytes from now on
+ * instead of its line's and the bytes set aside. */
+static void req_settle(struct conn *c, struct req *r)
 {
-    struct epoll_event ev = {0};
-
-    if (c->dead)
-        return;
-    c->reading = !c->eof && c->pending < MAX_PENDING_PER_CONN && c->out.len - c->out_off < MAX_OUT_PER_CONN;
-    ev.events = (c->reading ? EPOLLIN : 0) | (c->want_out ? EPOLLOUT : 0) | EPOLLRDHUP;
-    ev.data.ptr = c;
-    epoll_ctl(S.ep, EPOLL_CTL_MOD, c->fd, &ev);
+    r->done = 1;
+    c->held = c->held - r->held + r->reply.len;
+    r->held = r->reply.len;
+    c->reserved -= r->reserve;
+    r->reserve = 0;
 }
 
 /* Move finished replies from the FIFO head to the output buffer, write
@@ -193,6 +348,7 @@ static void conn_flush(struct conn *c)
 {
     struct req *r;
     ssize_t n;
+    size_t before;
 
     if (c->dead)
         return;
@@ -217,10 +373,10 @@ static void conn_flush(struct conn *c)
         if (!c->head)
             c->tail = NULL;
         c->pending--;
-        proto_req_free(&r->p);
-        buf_free(&r->reply);
-        free(r);
+        c->held -= r->held;
+        req_release(r);
     }
+    before = c->out_off;
     while (c->out.len > c->out_off) {
         n = send(c->fd, c->out.p + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
         if (n < 0) {
@@ -233,6 +389,8 @@ static void conn_flush(struct conn *c)
         }
         c->out_off += (size_t)n;
     }
+    if (c->out_off > before)
+        c->active_ms = S.now;
     if (c->out_off == c->out.len) {
         /* a large reply's memory is not kept for the connection's life */
         if (c->out.cap > ((size_t)1 << 20))
@@ -240,13 +398,10 @@ static void conn_flush(struct conn *c)
         else
             buf_reset(&c->out);
         c->out_off = 0;
+        c->out_ms = 0;
+    } else if (!c->out_ms) {
+        c->out_ms = S.now;   /* the client has not read everything */
     }
-    c->want_out = c->out.len > 0;
-    if (c->eof && c->pending == 0 && c->out.len == 0) {
-        conn_close(c);
-        return;
-    }
-    conn_update_events(c);
 }
 
 static struct req *req_new(struct conn *c)
@@ -266,11 +421,6 @@ static struct req *req_new(struct conn *c)
     return r;
 }
 
-static void req_finish_local(struct req *r)
-{
-    r->done = 1;
-}
-
 static void handle_line(struct conn *c, const char *line, size_t len)
 {
     struct proto_err err;
@@ -285,27 +435,30 @@ static void handle_line(struct conn *c, const char *line, size_t len)
         log_error("oom", "where=req_new");
         return;
     }
+    /* the parsed request holds at most about its line's bytes */
+    r->held = len;
+    c->held += len;
     if (proto_parse(line, len, &S.lim, &r->p, &err) < 0) {
         req_error(r, err.code, "%s", err.message);
-        req_finish_local(r);
+        req_settle(c, r);
         return;
     }
     if (S.shutting_down) {
         req_error(r, PERR_SHUTTING_DOWN, "hookd is shutting down");
-        req_finish_local(r);
+        req_settle(c, r);
         return;
     }
     if (r->p.admin_only && !c->admin) {
         log_warn("forbidden", "op=%s uid=%u pid=%d", proto_op_name(r->p.op), (unsigned)c->uid, (int)c->pid);
         req_error(r, PERR_FORBIDDEN, "op '%s' needs an admin peer (uid 0, hookd's uid, or [server] admin_uids/admin_groups)",
                   proto_op_name(r->p.op));
-        req_finish_local(r);
+        req_settle(c, r);
         return;
     }
     switch (r->p.op) {
     case OP_PING:
         buf_puts(&r->reply, "{\"ok\":true,\"pong\":true,\"version\":\"" HOOKD_VERSION "\"}\n");
-        req_finish_local(r);
+        req_settle(c, r);
         return;
     case OP_ENQUEUE:
     case OP_ENDPOINT_PUT:
@@ -314,22 +467,85 @@ static void handle_line(struct conn *c, const char *line, size_t len)
     case OP_PURGE:
     case OP_PAUSE:
     case OP_RESUME:
+        r->reserve = WRITER_RESERVE;
+        c->reserved += r->reserve;
         writer_submit(S.w, r);
         return;
     default:
+        /* a query's reply grows with what it lists (endpoint.list with
+         * the endpoints): it takes the whole budget until it is back,
+         * so a connection has one query at a time in a thread */
+        r->reserve = S.lim_conn.client_memory;
+        c->reserved += r->reserve;
         reader_submit(S.rd, r);
         return;
     }
 }
 
+/* Handle the complete lines at the front of c->in while the connection
+ * may take them in (at most LINES_PER_TURN), drop the ones handled, and
+ * keep the rest: lines held back (backlog) and the partial line. */
+static void conn_lines(struct conn *c)
+{
+    size_t start = 0, lines = 0;
+    const char *nl;
+
+    c->backlog = 0;
+    for (;;) {
+        size_t from = start ? start : c->in_scanned;
+        nl = c->in.len > from ? memchr(c->in.p + from, '\n', c->in.len - from) : NULL;
+        if (!nl) {
+            c->in_scanned = c->in.len - start;
+            break;
+        }
+        if (!conn_open(c) || lines == LINES_PER_TURN) {
+            c->backlog = !c->dead;
+            c->in_scanned = 0;
+            break;
+        }
+        if (c->skipping)
+            c->skipping = 0;
+        else
+            handle_line(c, c->in.p + start, (size_t)(nl - (c->in.p + start)));
+        start = (size_t)(nl - c->in.p) + 1;
+        lines++;
+    }
+    if (c->dead)
+        return;
+    if (!c->backlog && !c->skipping && c->in.len - start > (size_t)S.c->max_line) {
+        struct req *r = req_new(c);
+        if (r) {
+            req_error(r, PERR_LINE_TOO_LONG, "request line longer than %lld bytes; skipped to the next newline",
+                      (long long)S.c->max_line);
+            req_settle(c, r);
+        }
+        c->skipping = 1;
+    }
+    if (c->skipping && !c->backlog) {
+        start = c->in.len;   /* an over-long line is dropped as it comes */
+        c->in_scanned = 0;
+    }
+    buf_consume(&c->in, start);
+    /* the buffer of a long line is not kept for the connection's life */
+    if (c->in.len == 0 && c->in.cap > 2 * READ_CHUNK + 1)
+        buf_free(&c->in);
+    /* a line is timed from its first byte: a new one starts after each
+     * complete one */
+    if ((c->in.len == 0 && !c->skipping) || c->backlog)
+        c->line_ms = 0;
+    else if (lines || !c->line_ms)
+        c->line_ms = S.now;
+    if (c->backlog && lines == LINES_PER_TURN)
+        conn_mark(c);   /* the rest next turn, after the others */
+}
+
 static void conn_read(struct conn *c)
 {
-    for (;;) {
-        ssize_t n;
-        size_t start, i;
+    int round;
 
-        if (c->dead || !c->reading)
-            return;
+    for (round = 0; round < READS_PER_TURN && conn_open(c) && !c->backlog; round++) {
+        ssize_t n;
+
         if (buf_reserve(&c->in, READ_CHUNK) < 0) {
             conn_close(c);
             return;
@@ -345,86 +561,160 @@ static void conn_read(struct conn *c)
         if (n == 0) {
             c->eof = 1;  /* half-closed: answer what was asked, then close */
             c->in.len = 0;
+            c->in_scanned = 0;
+            c->line_ms = 0;
             return;
         }
         c->in.len += (size_t)n;
-        start = 0;
-        for (i = c->in.len - (size_t)n; i < c->in.len; i++) {
-            if (c->in.p[i] != '\n')
-                continue;
-            if (c->skipping)
-                c->skipping = 0;
-            else
-                handle_line(c, c->in.p + start, i - start);
-            start = i + 1;
-        }
-        buf_consume(&c->in, start);
-        if (!c->skipping && c->in.len > (size_t)S.c->max_line) {
-            struct req *r = req_new(c);
-            if (r) {
-                req_error(r, PERR_LINE_TOO_LONG, "request line longer than %lld bytes; skipped to the next newline",
-                          (long long)S.c->max_line);
-                req_finish_local(r);
-            }
-            c->skipping = 1;
-        }
-        if (c->skipping)
-            c->in.len = 0;
-        if (c->pending >= MAX_PENDING_PER_CONN)
-            return;
+        c->in.p[c->in.len] = '\0';
+        c->active_ms = S.now;
+        conn_lines(c);
+        conn_account(c);
     }
+}
+
+/* After whatever happened to it this turn: write, handle what it holds
+ * if it may, close it when it is finished, and read only while under its
+ * budgets. */
+static void conn_service(struct conn *c)
+{
+    conn_flush(c);
+    if (!c->dead && c->backlog && conn_open(c)) {
+        conn_lines(c);
+        conn_flush(c);
+    }
+    if (c->dead)
+        return;
+    if (c->eof && c->pending == 0 && c->out.len == 0) {
+        conn_close(c);
+        return;
+    }
+    if (c->hup && !conn_open(c) && !c->backlog) {
+        conn_close(c);   /* gone, and nothing more will be taken from it */
+        return;
+    }
+    conn_account(c);
+    conn_update_events(c);
+}
+
+static void refuse(int fd, enum climit_refusal why)
+{
+    char msg[256];
+    int n = snprintf(msg, sizeof msg, "{\"ok\":false,\"error\":{\"code\":\"busy\",\"message\":\"%s\"}}\n",
+                     climit_refusal_text(why));
+
+    if (n > 0 && send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+        (void)0;
+    close(fd);
+    S.refused[why]++;
 }
 
 static void do_accept(void)
 {
-    for (;;) {
+    int i;
+
+    /* a bounded number per turn: a flood of connections waits its turn */
+    for (i = 0; i < 256; i++) {
         struct ucred cr;
         socklen_t crl = sizeof cr;
         struct epoll_event ev = {0};
         struct conn *c;
-        int fd = accept4(S.lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct peer *p;
+        enum climit_refusal why;
+        int admin, fd = accept4(S.lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
         if (fd < 0) {
             if (errno == EINTR)
                 continue;
+            if ((errno == EMFILE || errno == ENFILE) && S.spare_fd >= 0) {
+                /* out of descriptors: the waiting client is told so
+                 * rather than left to spin the loop */
+                close(S.spare_fd);
+                fd = accept4(S.lfd, NULL, NULL, SOCK_CLOEXEC);
+                if (fd >= 0)
+                    refuse(fd, CLIMIT_FULL);
+                S.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                continue;
+            }
             if (errno != EAGAIN && errno != EWOULDBLOCK)
                 log_warn("accept_failed", "err=\"%s\"", strerror(errno));
             return;
-        }
-        if ((int64_t)S.nconns >= S.c->max_clients) {
-            static const char msg[] = "{\"ok\":false,\"error\":{\"code\":\"busy\",\"message\":\"too many clients\"}}\n";
-            if (send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-                (void)0;
-            close(fd);
-            continue;
         }
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0) {
             close(fd);
             continue;
         }
-        c = calloc(1, sizeof *c);
-        if (!c) {
+        /* credentials first: the admins' slots and each user's share are
+         * decided by who is asking */
+        admin = ctlsock_peer_is_admin(S.c, cr.uid, cr.gid);
+        p = peer_get(cr.uid, admin);
+        if (!p) {
             close(fd);
+            continue;
+        }
+        why = climit_admit(&S.lim_conn, (int64_t)S.nconns, (int64_t)p->nconns, admin);
+        if (why != CLIMIT_ADMIT || !(c = calloc(1, sizeof *c))) {
+            refuse(fd, why != CLIMIT_ADMIT ? why : CLIMIT_FULL);
+            peer_put(p);
             continue;
         }
         c->fd = fd;
         c->uid = cr.uid;
         c->pid = cr.pid;
-        c->admin = ctlsock_peer_is_admin(S.c, cr.uid, cr.gid);
-        c->reading = 1;
-        ev.events = EPOLLIN | EPOLLRDHUP;
+        c->admin = admin;
+        c->peer = p;
+        c->active_ms = S.now;
+        ev.events = c->events = EPOLLIN | EPOLLRDHUP;
         ev.data.ptr = c;
         if (epoll_ctl(S.ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
             close(fd);
             free(c);
+            peer_put(p);
             continue;
         }
+        c->registered = 1;
         c->next = S.conns;
         if (S.conns)
             S.conns->prev = c;
         S.conns = c;
         S.nconns++;
+        c->peer_next = p->conns;
+        p->conns = c;
+        p->nconns++;
+        if (p->closed)
+            conn_mark(c);   /* its user is over budget: not read for now */
     }
+}
+
+/* Close the connections that overstayed; one log line for all of them
+ * and for the refused ones since the last. */
+static void sweep(void)
+{
+    struct conn *c, *next;
+    int i, any = 0;
+
+    for (c = S.conns; c; c = next) {
+        struct climit_conn t = {c->active_ms, c->line_ms, c->out_ms,
+                                c->pending || c->out.len || c->in.len || c->skipping};
+        enum climit_expiry e = climit_expired(&S.lim_conn, &t, S.now);
+        next = c->next;
+        if (e != CLIMIT_LIVE) {
+            S.expired[e]++;
+            conn_close(c);
+        }
+    }
+    for (i = 0; i < 4; i++)
+        any |= S.expired[i] || S.refused[i];
+    if (!any)
+        return;
+    log_warn("clients_dropped",
+             "idle=%llu partial_line=%llu not_reading=%llu refused_full=%llu refused_reserved=%llu refused_user=%llu "
+             "clients=%zu",
+             (unsigned long long)S.expired[CLIMIT_IDLE], (unsigned long long)S.expired[CLIMIT_LINE],
+             (unsigned long long)S.expired[CLIMIT_SEND], (unsigned long long)S.refused[CLIMIT_FULL],
+             (unsigned long long)S.refused[CLIMIT_RESERVED], (unsigned long long)S.refused[CLIMIT_USER], S.nconns);
+    memset(S.expired, 0, sizeof S.expired);
+    memset(S.refused, 0, sizeof S.refused);
 }
 
 static void drain_completions(void)
@@ -449,9 +739,11 @@ static void drain_completions(void)
         struct conn *c = r->conn;
         next = r->next;
         r->next = NULL;
-        r->done = 1;
+        req_settle(c, r);
         if (c->dead)
             conn_drop_finished(c);  /* its client is gone */
+        else
+            conn_mark(c);
     }
 }
 
@@ -606,10 +898,13 @@ int server_run(struct config *c, const char *config_path)
     pthread_t stopper;
     char err[512];
     int rc = 1, i, n, stopper_started = 0, threads = 0;
+    int64_t sweep_every;
 
     memset(&S, 0, sizeof S);
     S.c = c;
     S.lfd = S.efd = S.sfd = S.ep = -1;
+    climit_init(&S.lim_conn, c);
+    S.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     S.lim.max_payload = (size_t)c->max_payload;
     pthread_mutex_init(&S.mu, NULL);
     umask(007);
@@ -641,9 +936,18 @@ int server_run(struct config *c, const char *config_path)
     log_info("started", "version=%s pid=%d socket=%s db=%s workers=%d synchronous=%d", HOOKD_VERSION, (int)getpid(),
              c->socket_path, c->db_path, nthreads_default(c), c->synchronous);
 
+    sweep_every = climit_sweep_ms(&S.lim_conn);
+    S.now = util_mono_ms();
+    S.next_sweep = S.now + (sweep_every > 0 ? sweep_every : 60000);
     for (;;) {
-        int stopped, fatal_status;
-        n = epoll_wait(S.ep, evs, 256, -1);
+        int stopped, fatal_status, wait;
+        struct conn *cn, *next;
+
+        /* connections with work left from the last turn go on at once;
+         * otherwise sleep until the next look for overstaying ones */
+        wait = S.dirty ? 0 : (int)(S.next_sweep > S.now ? S.next_sweep - S.now : 0);
+        n = epoll_wait(S.ep, evs, 256, wait);
+        S.now = util_mono_ms();
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -659,27 +963,35 @@ int server_run(struct config *c, const char *config_path)
             } else if (p == &S.sfd) {
                 on_signal(config_path, &stopper, &stopper_started);
             } else {
-                struct conn *cn = p;
-                if (evs[i].events & (EPOLLERR)) {
+                cn = p;
+                if (cn->dead)
+                    continue;
+                if (evs[i].events & EPOLLERR) {
                     conn_close(cn);
                     continue;
                 }
+                if (evs[i].events & EPOLLHUP)
+                    cn->hup = 1;
                 if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP))
                     conn_read(cn);
-                if (!cn->dead)
-                    conn_flush(cn);
+                conn_mark(cn);
             }
         }
-        /* replies that became ready */
-        {
-            struct conn *cn, *next;
-            for (cn = S.conns; cn; cn = next) {
-                next = cn->next;
-                if (cn->head && cn->head->done)
-                    conn_flush(cn);
-                else if (cn->eof && cn->pending == 0 && cn->out.len == 0)
-                    conn_close(cn);
-            }
+        /* every connection something happened to: replies that became
+         * ready, lines held back, budgets that changed */
+        cn = S.dirty;
+        S.dirty = NULL;
+        for (; cn; cn = next) {
+            next = cn->dirty;
+            cn->queued = 0;
+            cn->dirty = NULL;
+            if (!cn->dead)
+                conn_service(cn);
+        }
+        if (S.now >= S.next_sweep) {
+            if (sweep_every > 0)
+                sweep();
+            S.next_sweep = S.now + (sweep_every > 0 ? sweep_every : 60000);
         }
         conn_reap();
         pthread_mutex_lock(&S.mu);
@@ -719,6 +1031,8 @@ out:
         close(S.efd);
     if (S.sfd >= 0)
         close(S.sfd);
+    if (S.spare_fd >= 0)
+        close(S.spare_fd);
     curl_global_cleanup();
     return rc;
 }

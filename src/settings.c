@@ -58,6 +58,13 @@ static const struct cfg_def cfg_table[] = {
     {"server", "max_payload", T_SIZE, C(max_payload), 16, 16 << 20, "256KiB", "largest payload accepted", NULL},
     {"server", "max_line", T_SIZE, C(max_line), 1024, 64 << 20, "1MiB", "longest request line (must exceed max_payload)", NULL},
     {"server", "max_clients", T_INT, C(max_clients), 1, 1000000, "10000", "concurrent socket clients", NULL},
+    {"server", "max_clients_per_user", T_INT, C(max_clients_per_user), 1, 1000000, "256", "connections one non-admin user may hold", NULL},
+    {"server", "admin_reserve", T_INT, C(admin_reserve), 0, 1000000, "16", "of max_clients, connections only admins may take (at most half)", NULL},
+    {"server", "client_memory", T_SIZE, C(client_memory), 16 << 10, 1LL << 30, "1MiB", "per connection: unsent replies and requests being answered; reading stops there", NULL},
+    {"server", "user_memory", T_SIZE, C(user_memory), 1 << 20, 1LL << 36, "32MiB", "per non-admin user, over its connections: the same and partial lines (at least 2 x max_line)", NULL},
+    {"server", "idle_timeout", T_DUR, C(idle_timeout_ms), 0, 30 * DAY, "10m", "close a connection silent this long with nothing pending (0: never)", NULL},
+    {"server", "line_timeout", T_DUR, C(line_timeout_ms), 0, DAY, "30s", "close a connection whose request line is still incomplete after this (0: never)", NULL},
+    {"server", "send_timeout", T_DUR, C(send_timeout_ms), 0, DAY, "30s", "close a connection whose replies have waited unread this long (0: never)", NULL},
 
     {"delivery", "workers", T_INT, C(workers), 0, 64, "0", "delivery threads; 0 = number of cores", NULL},
     {"delivery", "max_in_flight_per_endpoint", T_INT, D(max_in_flight), 1, 100000, "64", "most concurrent requests per endpoint (the adaptive limit stays under it)", NULL},
