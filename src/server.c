@@ -936,9 +936,12 @@ int server_run(struct config *c, const char *config_path)
     log_info("started", "version=%s pid=%d socket=%s db=%s workers=%d synchronous=%d", HOOKD_VERSION, (int)getpid(),
              c->socket_path, c->db_path, nthreads_default(c), c->synchronous);
 
+    /* without timeouts the sweep still logs the refused clients */
     sweep_every = climit_sweep_ms(&S.lim_conn);
+    if (sweep_every < 0)
+        sweep_every = 1000;
     S.now = util_mono_ms();
-    S.next_sweep = S.now + (sweep_every > 0 ? sweep_every : 60000);
+    S.next_sweep = S.now + sweep_every;
     for (;;) {
         int stopped, fatal_status, wait;
         struct conn *cn, *next;
@@ -989,9 +992,8 @@ int server_run(struct config *c, const char *config_path)
                 conn_service(cn);
         }
         if (S.now >= S.next_sweep) {
-            if (sweep_every > 0)
-                sweep();
-            S.next_sweep = S.now + (sweep_every > 0 ? sweep_every : 60000);
+            sweep();
+            S.next_sweep = S.now + sweep_every;
         }
         conn_reap();
         pthread_mutex_lock(&S.mu);
