@@ -21,11 +21,13 @@ struct climit {
     int64_t reserve;        /* slots only admins may take */
     size_t client_memory;   /* per connection, see server.c */
     size_t user_memory;     /* per non-admin uid */
+    size_t clients_memory;  /* all non-admin uids together */
     int64_t idle_ms, line_ms, send_ms;   /* 0: no such timeout */
 };
 
 /* The limits of c ([server]): admin_reserve at most half of max_clients,
- * user_memory at least twice max_line (one line must always fit). */
+ * user_memory at least twice max_line (one line must always fit),
+ * clients_memory at least user_memory. */
 void climit_init(struct climit *l, const struct config *c);
 
 enum climit_refusal {
@@ -41,10 +43,11 @@ enum climit_refusal climit_admit(const struct climit *l, int64_t nconns, int64_t
 /* The busy reply's message for a refusal. */
 const char *climit_refusal_text(enum climit_refusal r);
 
-/* A user's gate, with hysteresis so that it does not flap: closed at
- * user_memory bytes, open again below three quarters of it. Returns the
- * new state (1 closed). */
-int climit_user_gate(const struct climit *l, int closed, size_t bytes);
+/* A user's gate (limit user_memory) or the gate of all non-admin
+ * connections (clients_memory), with hysteresis so that it does not
+ * flap: closed at limit bytes, open again below three quarters of it.
+ * Returns the new state (1 closed). */
+int climit_gate(size_t limit, int closed, size_t bytes);
 
 /* What one connection is doing, in monotonic ms (0: not so). */
 struct climit_conn {

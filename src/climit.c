@@ -10,6 +10,9 @@ void climit_init(struct climit *l, const struct config *c)
     l->user_memory = (size_t)c->user_memory;
     if (l->user_memory < 2 * (size_t)c->max_line)
         l->user_memory = 2 * (size_t)c->max_line;
+    l->clients_memory = (size_t)c->clients_memory;
+    if (l->clients_memory < l->user_memory)
+        l->clients_memory = l->user_memory;
     l->idle_ms = c->idle_timeout_ms;
     l->line_ms = c->line_timeout_ms;
     l->send_ms = c->send_timeout_ms;
@@ -42,11 +45,11 @@ const char *climit_refusal_text(enum climit_refusal r)
     }
 }
 
-int climit_user_gate(const struct climit *l, int closed, size_t bytes)
+int climit_gate(size_t limit, int closed, size_t bytes)
 {
     if (!closed)
-        return bytes >= l->user_memory;
-    return bytes >= l->user_memory / 4 * 3;
+        return bytes >= limit;
+    return bytes >= limit / 4 * 3;
 }
 
 enum climit_expiry climit_expired(const struct climit *l, const struct climit_conn *t, int64_t now)

@@ -99,6 +99,8 @@ static struct {
     struct conn *grave;       /* freed at the end of a loop turn */
     struct peer *peers;
     size_t nconns;
+    size_t bytes;             /* held by non-admin connections */
+    int closed;               /* over clients_memory: no non-admin connection reads */
     int64_t now;              /* monotonic ms of this loop turn */
     int64_t next_sweep;
     uint64_t refused[4], expired[4];   /* since the last log line (enum climit_*) */
@@ -150,8 +152,10 @@ static struct peer *peer_get(uid_t uid, int admin)
 {
     struct peer *p;
 
+    /* keyed by admin too: with admin_groups the same uid can connect
+     * with a group that makes it an admin and with one that does not */
     for (p = S.peers; p; p = p->next)
-        if (p->uid == uid)
+        if (p->uid == uid && p->admin == admin)
             return p;
     if (!(p = calloc(1, sizeof *p)))
         return NULL;
@@ -243,7 +247,7 @@ static int conn_over_budget(const struct conn *c)
 /* May the connection take in more: read, or handle a line it holds? */
 static int conn_open(const struct conn *c)
 {
-    return !c->dead && !c->eof && !conn_over_budget(c) && !c->peer->closed;
+    return !c->dead && !c->eof && !conn_over_budget(c) && !c->peer->closed && (c->admin || !S.closed);
 }
 
 static void conn_update_events(struct conn *c)
@@ -287,15 +291,27 @@ static void conn_account(struct conn *c)
         return;
     now = c->in.len + (c->out.len - c->out_off) + c->held;
     p->bytes = p->bytes - c->counted + now;
+    if (!p->admin)
+        S.bytes = S.bytes - c->counted + now;
     c->counted = now;
     if (p->admin)
         return;
-    closed = climit_user_gate(&S.lim_conn, p->closed, p->bytes);
-    if (closed == p->closed)
-        return;
-    p->closed = closed;
-    for (o = p->conns; o; o = o->peer_next)
-        conn_mark(o);   /* stop reading, or read and handle what is held */
+    closed = climit_gate(S.lim_conn.user_memory, p->closed, p->bytes);
+    if (closed != p->closed) {
+        p->closed = closed;
+        for (o = p->conns; o; o = o->peer_next)
+            conn_mark(o);   /* stop reading, or read and handle what is held */
+    }
+    closed = climit_gate(S.lim_conn.clients_memory, S.closed, S.bytes);
+    if (closed != S.closed) {
+        S.closed = closed;
+        if (closed)
+            log_warn("clients_memory_full", "bytes=%zu clients=%zu note=\"non-admin connections are not read until "
+                     "it drains\"", S.bytes, S.nconns);
+        for (o = S.conns; o; o = o->next)
+            if (!o->admin)
+                conn_mark(o);
+    }
 }
 
 static void conn_close(struct conn *c)
@@ -317,6 +333,8 @@ static void conn_close(struct conn *c)
         c->next->prev = c->prev;
     S.nconns--;
     c->peer->bytes -= c->counted;
+    if (!c->peer->admin)
+        S.bytes -= c->counted;
     c->counted = 0;
     for (pp = &c->peer->conns; *pp; pp = &(*pp)->peer_next)
         if (*pp == c) {

@@ -20,6 +20,7 @@ static struct climit limits(int64_t max, int64_t per_user, int64_t reserve)
     c.admin_reserve = reserve;
     c.client_memory = 1 << 20;
     c.user_memory = 32 << 20;
+    c.clients_memory = 64 << 20;
     c.max_line = 1 << 20;
     c.idle_timeout_ms = 600000;
     c.line_timeout_ms = 30000;
@@ -81,8 +82,10 @@ static void test_user_memory_fits_two_lines(void **st)
     c.max_clients = 10;
     c.user_memory = 1 << 20;
     c.max_line = 4 << 20;
+    c.clients_memory = 2 << 20;
     climit_init(&l, &c);
     assert_int_equal(l.user_memory, 8 << 20);
+    assert_int_equal(l.clients_memory, 8 << 20);
 }
 
 static void test_user_gate_hysteresis(void **st)
@@ -91,12 +94,12 @@ static void test_user_gate_hysteresis(void **st)
     size_t m = l.user_memory;
 
     (void)st;
-    assert_int_equal(climit_user_gate(&l, 0, m - 1), 0);
-    assert_int_equal(climit_user_gate(&l, 0, m), 1);
+    assert_int_equal(climit_gate(m, 0, m - 1), 0);
+    assert_int_equal(climit_gate(m, 0, m), 1);
     /* closed, it stays closed down to three quarters */
-    assert_int_equal(climit_user_gate(&l, 1, m - 1), 1);
-    assert_int_equal(climit_user_gate(&l, 1, m / 4 * 3), 1);
-    assert_int_equal(climit_user_gate(&l, 1, m / 4 * 3 - 1), 0);
+    assert_int_equal(climit_gate(m, 1, m - 1), 1);
+    assert_int_equal(climit_gate(m, 1, m / 4 * 3), 1);
+    assert_int_equal(climit_gate(m, 1, m / 4 * 3 - 1), 0);
 }
 
 static void test_timeouts(void **st)
