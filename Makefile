@@ -230,3 +230,4 @@ clean:
 -include tests/fuzz/fuzz.mk
 -include tests/fault/fault.mk
 -include tests/bench/stall.mk
+-include tests/bench/hostile.mk

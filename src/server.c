@@ -35,7 +35,7 @@
 #define READ_CHUNK 65536
 #define READS_PER_TURN 4        /* a connection's reads per loop turn: others get theirs */
 #define LINES_PER_TURN 256      /* its request lines handled per loop turn */
-#define WRITER_RESERVE 1024     /* bytes set aside for an enqueue's or admin op's reply */
+#define WRITER_RESERVE 512      /* bytes set aside for an enqueue's or admin op's reply */
 
 /* One uid's connections and the bytes they hold (struct climit). */
 struct peer {
