@@ -104,6 +104,8 @@ static struct {
     int64_t now;              /* monotonic ms of this loop turn */
     int64_t next_sweep;
     uint64_t refused[4], expired[4];   /* since the last log line (enum climit_*) */
+    unsigned forbidden_logged;         /* forbidden lines logged since the last sweep */
+    uint64_t forbidden_quiet;          /* and not logged */
     int shutting_down;
     int stopped;              /* under mu: the stopper thread finished */
     int fatal_status;         /* under mu: exit with this after flushing */
@@ -467,7 +469,14 @@ static void handle_line(struct conn *c, const char *line, size_t len)
         return;
     }
     if (r->p.admin_only && !c->admin) {
-        log_warn("forbidden", "op=%s uid=%u pid=%d", proto_op_name(r->p.op), (unsigned)c->uid, (int)c->pid);
+        /* a client pipelining forbidden requests must not flood the log:
+         * a few lines per sweep, the rest counted in the next one */
+        if (S.forbidden_logged < 10) {
+            S.forbidden_logged++;
+            log_warn("forbidden", "op=%s uid=%u pid=%d", proto_op_name(r->p.op), (unsigned)c->uid, (int)c->pid);
+        } else {
+            S.forbidden_quiet++;
+        }
         req_error(r, PERR_FORBIDDEN, "op '%s' needs an admin peer (uid 0, hookd's uid, or [server] admin_uids/admin_groups)",
                   proto_op_name(r->p.op));
         req_settle(c, r);
@@ -721,6 +730,11 @@ static void sweep(void)
             conn_close(c);
         }
     }
+    if (S.forbidden_quiet)
+        log_warn("forbidden", "suppressed=%llu note=\"more admin requests from non-admin peers than are logged\"",
+                 (unsigned long long)S.forbidden_quiet);
+    S.forbidden_logged = 0;
+    S.forbidden_quiet = 0;
     for (i = 0; i < 4; i++)
         any |= S.expired[i] || S.refused[i];
     if (!any)
