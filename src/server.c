@@ -35,6 +35,8 @@
 #define READ_CHUNK 65536
 #define READS_PER_TURN 4        /* a connection's reads per loop turn: others get theirs */
 #define LINES_PER_TURN 256      /* its request lines handled per loop turn */
+#define HEAVY_BYTES_PER_TURN (256 << 10) /* read per turn from connections inside a long line */
+#define LONG_LINE (64 << 10)    /* lines longer are parsed one per loop turn */
 #define WRITER_RESERVE 512      /* bytes set aside for an enqueue's or admin op's reply */
 
 /* One uid's connections and the bytes they hold (struct climit). */
@@ -102,6 +104,7 @@ static struct {
     size_t bytes;             /* held by non-admin connections */
     int closed;               /* over clients_memory: no non-admin connection reads */
     int64_t now;              /* monotonic ms of this loop turn */
+    int long_lines;           /* lines over LONG_LINE handled this turn */
     int64_t next_sweep;
     uint64_t refused[4], expired[4];   /* since the last log line (enum climit_*) */
     unsigned forbidden_logged;         /* forbidden lines logged since the last sweep */
@@ -525,11 +528,17 @@ static void conn_lines(struct conn *c)
             c->in_scanned = c->in.len - start;
             break;
         }
-        if (!conn_open(c) || lines == LINES_PER_TURN) {
+        if (!conn_open(c) || lines == LINES_PER_TURN ||
+            ((size_t)(nl - (c->in.p + start)) > LONG_LINE && S.long_lines && !c->skipping)) {
+            /* held back: over a budget, or its share of this turn used */
             c->backlog = !c->dead;
             c->in_scanned = 0;
+            if (lines == LINES_PER_TURN || S.long_lines)
+                conn_mark(c);
             break;
         }
+        if ((size_t)(nl - (c->in.p + start)) > LONG_LINE && !c->skipping)
+            S.long_lines++;   /* a few ms of parsing: one such line per turn */
         if (c->skipping)
             c->skipping = 0;
         else
@@ -562,20 +571,20 @@ static void conn_lines(struct conn *c)
         c->line_ms = 0;
     else if (lines || !c->line_ms)
         c->line_ms = S.now;
-    if (c->backlog && lines == LINES_PER_TURN)
-        conn_mark(c);   /* the rest next turn, after the others */
 }
 
-static void conn_read(struct conn *c)
+/* Read at most `rounds` chunks; returns the bytes read. */
+static size_t conn_read(struct conn *c, int rounds)
 {
     int round;
+    size_t got = 0;
 
-    for (round = 0; round < READS_PER_TURN && conn_open(c) && !c->backlog; round++) {
+    for (round = 0; round < rounds && conn_open(c) && !c->backlog; round++) {
         ssize_t n;
 
         if (buf_reserve(&c->in, READ_CHUNK) < 0) {
             conn_close(c);
-            return;
+            return got;
         }
         n = recv(c->fd, c->in.p + c->in.len, READ_CHUNK, 0);
         if (n < 0) {
@@ -583,21 +592,23 @@ static void conn_read(struct conn *c)
                 continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
                 conn_close(c);
-            return;
+            return got;
         }
         if (n == 0) {
             c->eof = 1;  /* half-closed: answer what was asked, then close */
             c->in.len = 0;
             c->in_scanned = 0;
             c->line_ms = 0;
-            return;
+            return got;
         }
+        got += (size_t)n;
         c->in.len += (size_t)n;
         c->in.p[c->in.len] = '\0';
         c->active_ms = S.now;
         conn_lines(c);
         conn_account(c);
     }
+    return got;
 }
 
 /* After whatever happened to it this turn: write, handle what it holds
@@ -641,7 +652,7 @@ static void do_accept(void)
     int i;
 
     /* a bounded number per turn: a flood of connections waits its turn */
-    for (i = 0; i < 256; i++) {
+    for (i = 0; i < 64; i++) {
         struct ucred cr;
         socklen_t crl = sizeof cr;
         struct epoll_event ev = {0};
@@ -929,7 +940,9 @@ int server_run(struct config *c, const char *config_path)
     struct epoll_event evs[256];
     pthread_t stopper;
     char err[512];
-    int rc = 1, i, n, stopper_started = 0, threads = 0;
+    int rc = 1, i, n, stopper_started = 0, threads = 0, nheavy, accept_ready;
+    unsigned heavy_turn = 0;
+    struct conn *heavy[256];
     int64_t sweep_every;
 
     memset(&S, 0, sizeof S);
@@ -983,16 +996,24 @@ int server_run(struct config *c, const char *config_path)
         wait = S.dirty ? 0 : (int)(S.next_sweep > S.now ? S.next_sweep - S.now : 0);
         n = epoll_wait(S.ep, evs, 256, wait);
         S.now = util_mono_ms();
+        S.long_lines = 0;
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             log_error("epoll_wait", "err=\"%s\" action=\"stopping\"", strerror(errno));
             break;
         }
+        /* Short requests first: completions (the acks), signals, then
+         * the connections with no partial line, then new connections,
+         * then the ones in the middle of a long line, within a byte
+         * budget per turn and in turns, so that no client's long lines
+         * hold up the others' short ones. */
+        nheavy = 0;
+        accept_ready = 0;
         for (i = 0; i < n; i++) {
             void *p = evs[i].data.ptr;
             if (p == &S.lfd) {
-                do_accept();
+                accept_ready = 1;
             } else if (p == &S.efd) {
                 drain_completions();
             } else if (p == &S.sfd) {
@@ -1007,9 +1028,29 @@ int server_run(struct config *c, const char *config_path)
                 }
                 if (evs[i].events & EPOLLHUP)
                     cn->hup = 1;
+                if ((evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) && (cn->in.len || cn->skipping)) {
+                    heavy[nheavy++] = cn;
+                    continue;
+                }
                 if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP))
-                    conn_read(cn);
+                    conn_read(cn, READS_PER_TURN);
                 conn_mark(cn);
+            }
+        }
+        if (accept_ready && S.lfd >= 0)
+            do_accept();
+        if (nheavy) {
+            size_t budget = HEAVY_BYTES_PER_TURN;
+            int k;
+            heavy_turn++;
+            for (k = 0; k < nheavy; k++) {
+                cn = heavy[(k + heavy_turn) % nheavy];
+                if (!cn->dead && budget > 0) {
+                    size_t got = conn_read(cn, budget >= READS_PER_TURN * READ_CHUNK ? READS_PER_TURN
+                                                                                    : (int)(budget / READ_CHUNK) + 1);
+                    budget = got >= budget ? 0 : budget - got;
+                }
+                conn_mark(cn);   /* the rest: still readable, next turn */
             }
         }
         /* every connection something happened to: replies that became

@@ -12,8 +12,9 @@ bytes without a newline, then silence), N pipeliners (endpoint.list
 requests written until the socket blocks, replies never read) and N
 connections sending worst-case request lines (reading their replies),
 for SECONDS. With --reconnect a connection the daemon refused or closed
-is opened again (refused ones after 1 s, closed ones after 0.1 s), so the
-pressure lasts. One selector loop, no busy waiting; every loop is bounded
+is opened again (refused ones after 5 s, closed ones after 0.1 s), so the
+pressure lasts (10,000 refused connections retried every second would be
+a connection flood: what it costs is the kernel's and the scheduler's). One selector loop, no busy waiting; every loop is bounded
 by the deadline. Prints one JSON object of counts at the end.
 
 good: enqueues one event at a time (event ids PREFIX-0, PREFIX-1, ...),
@@ -144,7 +145,7 @@ class Attack:
             except (ValueError, KeyError, TypeError):
                 msg = refused_line[:80].decode("utf-8", "replace")
             self.stats["refused_messages"][msg] = self.stats["refused_messages"].get(msg, 0) + 1
-            delay = 1.0
+            delay = 5.0
         else:
             self.stats["closed_by_hookd"] += 1
             delay = 0.1
@@ -230,6 +231,8 @@ class Attack:
                     self.connect(c)
         self.stats["open_at_end"] = self.open
         self.stats["seconds"] = round(time.monotonic() - start, 2)
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        self.stats["cpu_s"] = round(ru.ru_utime + ru.ru_stime, 2)
         for c in self.conns:
             if c.sock is not None:
                 c.sock.close()
