@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Client, pct, raise_nofile, wait_until
+from conftest import HOOKD_BIN, Client, pct, raise_nofile, wait_until
 
 HERE = Path(__file__).resolve().parent
 ATTACK = str(HERE / "hostile_attack.py")
@@ -37,6 +37,22 @@ RSS_BOUND_MIB = 128          # peak RSS of the daemon (hookd.ini.5, [server] cli
 ACK_P99_MS = 50              # the well-behaved client's ack p99
 GOOD_UID = 65533             # the well-behaved account: neither nobody nor an admin
 WORST_UID = 65532            # a second hostile account: the worst-case lines
+
+
+
+def _sanitized():
+    """A sanitizer build (make asan / make tsan): its memory and speed are
+    the sanitizer's, so the RSS and latency bounds are not checked there
+    (everything else is)."""
+    try:
+        with open(HOOKD_BIN, "rb") as f:
+            data = f.read()
+    except OSError:
+        return False
+    return b"__asan_init" in data or b"__tsan_init" in data
+
+
+SANITIZED = _sanitized()
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the hostile clients run as nobody: needs root to switch users")
 
@@ -183,10 +199,10 @@ def report(name, d, a, g, admin_s, watch):
     lat = g["lat"]
     hwm = watch.hwm
     delivered = len(g["acked"])
-    print("\n%s: daemon peak RSS (VmHWM) %.1f MiB (sampled VmRSS peak %.1f MiB, bound %d MiB); well-behaved "
+    print("\n%s%s: daemon peak RSS (VmHWM) %.1f MiB (sampled VmRSS peak %.1f MiB, bound %d MiB); well-behaved "
           "client: %d acks, p50 %.1f ms p99 %.1f ms max %.1f ms, 0 of %d lost, errors %d; admin pause+list+resume "
           "%.0f ms; hookd held at most %d connections and used %.1f s of CPU; load average %s; attack: %s"
-          % (name, hwm, watch.peak, RSS_BOUND_MIB, len(lat), pct(lat, 50) * 1e3, pct(lat, 99) * 1e3,
+          % (name, " (sanitizer build: bounds not checked)" if SANITIZED else "", hwm, watch.peak, RSS_BOUND_MIB, len(lat), pct(lat, 50) * 1e3, pct(lat, 99) * 1e3,
              max(lat) * 1e3, delivered, len(g["errors"]), admin_s * 1e3, watch.conns, watch.cpu,
              "%.1f %.1f %.1f" % os.getloadavg(), json.dumps(a, sort_keys=True)))
     return hwm
@@ -209,8 +225,9 @@ def test_hostile_clients_short(hookd, receiver):
     lat = g["lat"]
     assert not g["errors"], g["errors"][:5]
     assert len(lat) > 200, "the well-behaved client got only %d acks" % len(lat)
-    assert pct(lat, 99) * 1e3 < ACK_P99_MS, "ack p99 %.1f ms" % (pct(lat, 99) * 1e3)
-    assert hwm < RSS_BOUND_MIB, "peak RSS %.1f MiB" % hwm
+    if not SANITIZED:
+        assert pct(lat, 99) * 1e3 < ACK_P99_MS, "ack p99 %.1f ms" % (pct(lat, 99) * 1e3)
+        assert hwm < RSS_BOUND_MIB, "peak RSS %.1f MiB" % hwm
     # the defences acted: nobody was held to its share, and connections
     # that overstayed were closed
     assert a["refused"] > 0 and any("max_clients_per_user" in m for m in a["refused_messages"]), a
@@ -293,7 +310,8 @@ def test_non_reading_pipeliner_is_bounded_then_closed(hookd):
     a = result(att, 30)
     grew = peak - rss0
     print("\n3 non-reading pipeliners: RSS +%.1f MiB; %s" % (grew, json.dumps(a, sort_keys=True)))
-    assert grew < 3 * 4, "RSS grew %.1f MiB for 3 non-reading connections" % grew
+    if not SANITIZED:
+        assert grew < 3 * 4, "RSS grew %.1f MiB for 3 non-reading connections" % grew
     # each was closed after send_timeout (the attack does not reconnect)
     assert a["closed_by_hookd"] == 3, a
     assert re.search(r"not_reading=[1-9]", d.log())
@@ -344,6 +362,7 @@ def test_hostile_clients_long(hookd, receiver):
     hwm = report("hostile long", d, a, g, admin_s, watch)
     lat = g["lat"]
     assert not g["errors"], g["errors"][:5]
-    assert pct(lat, 99) * 1e3 < ACK_P99_MS, "ack p99 %.1f ms" % (pct(lat, 99) * 1e3)
-    assert hwm < RSS_BOUND_MIB, "peak RSS %.1f MiB" % hwm
+    if not SANITIZED:
+        assert pct(lat, 99) * 1e3 < ACK_P99_MS, "ack p99 %.1f ms" % (pct(lat, 99) * 1e3)
+        assert hwm < RSS_BOUND_MIB, "peak RSS %.1f MiB" % hwm
     assert a["refused"] > 0 and a["closed_by_hookd"] > 0, a
