@@ -224,7 +224,7 @@ def test_hostile_clients_short(hookd, receiver):
     hwm = report("hostile short", d, a, g, admin_s, watch)
     lat = g["lat"]
     assert not g["errors"], g["errors"][:5]
-    assert len(lat) > 200, "the well-behaved client got only %d acks" % len(lat)
+    assert len(lat) > (20 if SANITIZED else 200), "the well-behaved client got only %d acks" % len(lat)
     if not SANITIZED:
         assert pct(lat, 99) * 1e3 < ACK_P99_MS, "ack p99 %.1f ms" % (pct(lat, 99) * 1e3)
         assert hwm < RSS_BOUND_MIB, "peak RSS %.1f MiB" % hwm
