@@ -75,10 +75,12 @@ struct conn {
     unsigned events;          /* asked of epoll */
     int registered;           /* in the epoll set */
     int queued;               /* on S.dirty */
+    int long_queued;          /* on S.long_head: a long line waits for its turn */
     int64_t active_ms, line_ms, out_ms;   /* struct climit_conn */
     struct conn *prev, *next; /* all live connections */
     struct conn *peer_next;   /* the peer's connections */
     struct conn *dirty;       /* to be serviced at the end of the loop turn */
+    struct conn *long_next;   /* S.long_head's order */
     struct conn *grave;       /* dead ones waiting to be freed */
 };
 
@@ -105,6 +107,7 @@ static struct {
     int closed;               /* over clients_memory: no non-admin connection reads */
     int64_t now;              /* monotonic ms of this loop turn */
     int long_lines;           /* lines over LONG_LINE handled this turn */
+    struct conn *long_head, *long_tail;   /* waiting to handle a long line, in order */
     int64_t next_sweep;
     uint64_t refused[4], expired[4];   /* since the last log line (enum climit_*) */
     unsigned forbidden_logged;         /* forbidden lines logged since the last sweep */
@@ -197,6 +200,21 @@ static void conn_mark(struct conn *c)
     S.dirty = c;
 }
 
+/* A long line held back for the turn's quota: first served next turn,
+ * in the order they came, so none waits behind others for ever. */
+static void conn_queue_long(struct conn *c)
+{
+    if (c->long_queued || c->dead)
+        return;
+    c->long_queued = 1;
+    c->long_next = NULL;
+    if (S.long_tail)
+        S.long_tail->long_next = c;
+    else
+        S.long_head = c;
+    S.long_tail = c;
+}
+
 static void conn_free(struct conn *c)
 {
     buf_free(&c->in);
@@ -213,11 +231,21 @@ static void conn_bury(struct conn *c)
 
 static void conn_reap(void)
 {
+    struct conn *keep = NULL;
+
     while (S.grave) {
         struct conn *c = S.grave;
         S.grave = c->grave;
-        conn_free(c);
+        if (c->queued || c->long_queued) {
+            /* still on a list of the next turn, which skips it and
+             * lets it go: freed at the end of that turn */
+            c->grave = keep;
+            keep = c;
+        } else {
+            conn_free(c);
+        }
     }
+    S.grave = keep;
 }
 
 static void req_release(struct req *r)
@@ -533,8 +561,10 @@ static void conn_lines(struct conn *c)
             /* held back: over a budget, or its share of this turn used */
             c->backlog = !c->dead;
             c->in_scanned = 0;
-            if (lines == LINES_PER_TURN || S.long_lines)
+            if (lines == LINES_PER_TURN)
                 conn_mark(c);
+            else if (conn_open(c))
+                conn_queue_long(c);
             break;
         }
         if ((size_t)(nl - (c->in.p + start)) > LONG_LINE && !c->skipping)
@@ -932,6 +962,16 @@ static void flush_all(void)
         if (!cn->dead)
             conn_close(cn);
     }
+    /* no turn follows: the lists let go of what they hold */
+    while (S.dirty) {
+        S.dirty->queued = 0;
+        S.dirty = S.dirty->dirty;
+    }
+    while (S.long_head) {
+        S.long_head->long_queued = 0;
+        S.long_head = S.long_head->long_next;
+    }
+    S.long_tail = NULL;
     conn_reap();
 }
 
@@ -993,7 +1033,7 @@ int server_run(struct config *c, const char *config_path)
 
         /* connections with work left from the last turn go on at once;
          * otherwise sleep until the next look for overstaying ones */
-        wait = S.dirty ? 0 : (int)(S.next_sweep > S.now ? S.next_sweep - S.now : 0);
+        wait = S.dirty || S.long_head ? 0 : (int)(S.next_sweep > S.now ? S.next_sweep - S.now : 0);
         n = epoll_wait(S.ep, evs, 256, wait);
         S.now = util_mono_ms();
         S.long_lines = 0;
@@ -1002,6 +1042,16 @@ int server_run(struct config *c, const char *config_path)
                 continue;
             log_error("epoll_wait", "err=\"%s\" action=\"stopping\"", strerror(errno));
             break;
+        }
+        /* the long lines held back last turn go first, oldest first */
+        cn = S.long_head;
+        S.long_head = S.long_tail = NULL;
+        for (; cn; cn = next) {
+            next = cn->long_next;
+            cn->long_queued = 0;
+            cn->long_next = NULL;
+            if (!cn->dead)
+                conn_service(cn);
         }
         /* Short requests first: completions (the acks), signals, then
          * the connections with no partial line, then new connections,
