@@ -80,6 +80,7 @@ LIB_SRCS := \
 	src/deliver.c \
 	src/climit.c \
 	src/ctlsock.c \
+	src/conns.c \
 	src/server.c \
 	src/client.c \
 	src/cli_args.c \
