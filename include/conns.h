@@ -40,7 +40,7 @@ void conns_shutting_down(void);
  * work left over from the last turn. */
 int conns_wait_ms(int64_t now);
 void conns_begin(int64_t now);
-/* A request back from a thread (its reply complete). */
+/* A request back from a thread (its reply complete): written at once. */
 void conns_completed(struct req *r);
 /* The turn's events of connections (at most CONNS_MAX_EVENTS); lfd >= 0:
  * the listening socket is readable, accept from it. */

@@ -744,10 +744,12 @@ void conns_completed(struct req *r)
     struct conn *c = r->conn;
 
     req_settle(c, r);
-    if (c->dead)
+    if (c->dead) {
         conn_drop_finished(c);  /* its client is gone */
-    else
-        conn_mark(c);
+        return;
+    }
+    conn_flush(c);   /* the ack goes now, not after the turn's other work */
+    conn_mark(c);
 }
 
 int conns_init(const struct config *c, int ep, const struct req_port *port, struct writer *w, struct reader *rd)
@@ -793,10 +795,15 @@ int conns_wait_ms(int64_t now)
 
 void conns_begin(int64_t now)
 {
-    struct conn *cn, *next;
-
     S.now = now;
     S.long_lines = 0;
+}
+
+void conns_events(const struct epoll_event *evs, int n, int lfd)
+{
+    struct conn *heavy[CONNS_MAX_EVENTS], *cn, *next;
+    int i, nheavy = 0;
+
     /* the long lines held back last turn go first, oldest first */
     cn = S.long_head;
     S.long_head = S.long_tail = NULL;
@@ -807,14 +814,7 @@ void conns_begin(int64_t now)
         if (!cn->dead)
             conn_service(cn);
     }
-}
-
-void conns_events(const struct epoll_event *evs, int n, int lfd)
-{
-    struct conn *heavy[CONNS_MAX_EVENTS], *cn;
-    int i, nheavy = 0;
-
-    /* Short requests first (the server has written the acks that came
+    /* Then short requests (the server has written the acks that came
      * back): the connections with no partial line, then new connections,
      * then the ones in the middle of a long line, within a byte budget
      * per turn and in turns, so that no client's long lines hold up the
