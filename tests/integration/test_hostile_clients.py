@@ -348,6 +348,29 @@ def test_idle_and_partial_line_timeouts(hookd):
     assert re.search(r"\bidle=1\b", log) and re.search(r"partial_line=1\b", log), log[-2000:]
 
 
+def test_long_lines_of_an_attacker_do_not_starve_anothers(hookd):
+    """Lines over 64 KiB are parsed one per loop turn, the ones held back
+    in the order they came: while another account floods max_line-sized
+    worst-case lines, an admin's 200 KiB-payload enqueues are each acked
+    (none waits for ever behind the flood)."""
+    _, gid = nobody()
+    d = hookd(endpoints={"a": PARKED}, sections=client_sections())
+    wst = spawn(WORST_UID, gid, "attack", d.sock, 8, "--worst", 4, "--reconnect")
+    time.sleep(1.0)   # the flood first
+    waits = []
+    with d.client(timeout=30) as c:
+        for i in range(20):
+            t0 = time.monotonic()
+            r = c.enqueue("a", {"pad": "x" * (200 << 10), "i": i}, event_id="big-%d" % i)
+            waits.append(time.monotonic() - t0)
+            assert r.get("ok") is True, r
+    w = result(wst, 60)
+    print("\n200 KiB enqueues beside a worst-line flood: ack p50 %.1f ms max %.1f ms; flood: %d lines answered"
+          % (pct(waits, 50) * 1e3, max(waits) * 1e3, w["worst_replies"]))
+    assert w["worst_replies"] > 0, w
+    assert d.sql("SELECT count(*) FROM webhook_queue WHERE event_id LIKE 'big-%'")[0][0] == 20
+
+
 @pytest.mark.skipif(os.environ.get("HOOKD_HOSTILE_LONG") != "1", reason="the long run is part of make chaos")
 def test_hostile_clients_long(hookd, receiver):
     """make chaos: 10,000 idle connections, 1,000 half-sent 1 MiB lines,
