@@ -539,9 +539,19 @@ static void conn_lines(struct conn *c)
         c->in_scanned = 0;
     }
     buf_consume(&c->in, start);
-    /* the buffer of a long line is not kept for the connection's life */
-    if (c->in.len == 0 && c->in.cap > 2 * READ_CHUNK + 1)
-        buf_free(&c->in);
+    /* the buffer of a long line is not kept for the connection's life,
+     * nor while a short partial line follows it */
+    if (c->in.cap > 2 * READ_CHUNK + 1 && c->in.len < c->in.cap / 4) {
+        if (c->in.len == 0) {
+            buf_free(&c->in);
+        } else {
+            char *np = realloc(c->in.p, c->in.len + READ_CHUNK + 1);
+            if (np) {
+                c->in.p = np;
+                c->in.cap = c->in.len + READ_CHUNK + 1;
+            }
+        }
+    }
     /* a line is timed from its first byte: a new one starts after each
      * complete one */
     if ((c->in.len == 0 && !c->skipping) || c->backlog)

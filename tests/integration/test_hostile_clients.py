@@ -348,6 +348,32 @@ def test_idle_and_partial_line_timeouts(hookd):
     assert re.search(r"\bidle=1\b", log) and re.search(r"partial_line=1\b", log), log[-2000:]
 
 
+def test_input_buffer_shrinks_after_a_long_line(hookd):
+    """40 connections each send a line of almost max_line bytes and then
+    half of a short one, and stay: the buffers that held the long lines
+    are given back (RSS ends near where it started, not 40 MiB up)."""
+    d = hookd()
+    pid = d.proc.pid
+    rss0 = vm(pid, "VmRSS")
+    conns = []
+    try:
+        for _ in range(40):
+            c = d.client(timeout=10)
+            c.send(b'{"op":"ping","pad":"' + b"x" * (1000 << 10) + b'"}\n{"op":')
+            assert c.recv_json()["error"]["code"] == "bad_request"
+            conns.append(c)
+        grew = vm(pid, "VmRSS") - rss0
+        for c in conns:
+            c.send(b'"ping"}\n')
+            assert c.recv_json()["pong"] is True
+    finally:
+        for c in conns:
+            c.close()
+    print("\n40 long lines, then half a line each: RSS +%.1f MiB" % grew)
+    if not SANITIZED:
+        assert grew < 16, "RSS +%.1f MiB: the long lines' buffers were kept" % grew
+
+
 def test_long_lines_of_an_attacker_do_not_starve_anothers(hookd):
     """Lines over 64 KiB are parsed one per loop turn, the ones held back
     in the order they came: while another account floods max_line-sized
