@@ -46,6 +46,7 @@ LIB_SRCS := \
 	src/xfer.c \
 	src/esc.c \
 	src/util.c \
+	src/jscan.c \
 	src/log.c \
 	src/settings.c \
 	src/epdef.c \
@@ -83,7 +84,9 @@ LIB_SRCS := \
 	src/query_report.c \
 	src/reader.c \
 	src/deliver.c \
+	src/climit.c \
 	src/ctlsock.c \
+	src/conns.c \
 	src/server.c \
 	src/client.c \
 	src/cli_args.c \
@@ -265,3 +268,4 @@ clean:
 -include tests/fuzz/fuzz.mk
 -include tests/fault/fault.mk
 -include tests/bench/stall.mk
+-include tests/bench/hostile.mk

@@ -1,6 +1,7 @@
 /* cli_args.c - the command line's options, payload loading and the
  * request each client command sends. */
 #include "cli_args.h"
+#include "jscan.h"
 #include "cli.h"
 
 #include <errno.h>
@@ -177,6 +178,7 @@ int cli_payload_normalise(const char *text, size_t len, struct buf *out, char *e
         snprintf(err, errlen, "payload is not valid JSON");
         return -1;
     }
+
     if (end != e) {
         snprintf(err, errlen, "payload has data after the JSON value (byte %zu)", (size_t)(end - text));
         goto out;
@@ -214,6 +216,16 @@ int cli_payload_normalise(const char *text, size_t len, struct buf *out, char *e
         out->p[out->len++] = ch;
     }
     out->p[out->len] = '\0';
+    {
+        /* what hookd checks: cJSON also takes 01, 1. or -.5 */
+        struct jscan_result res;
+        if (jscan(out->p + start, out->len - start, NULL, NULL, 0, &res) != 0) {
+            snprintf(err, errlen, "payload is not valid JSON (RFC 8259: no leading zeros, digits after a point)");
+            out->len = start;
+            out->p[start] = '\0';
+            goto out;
+        }
+    }
     rc = 0;
 out:
     cJSON_Delete(j);
