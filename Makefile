@@ -38,6 +38,7 @@ LIB_SRCS := \
 	src/netpolicy.c \
 	src/jpath.c \
 	src/tpl.c \
+	src/tplfn.c \
 	src/tbucket.c \
 	src/limiter.c \
 	src/slotq.c \

@@ -49,6 +49,8 @@ void ep_conf_unref(struct ep_conf *e);
  * the overrides as a JSON object (cJSON_free the texts). NULL when out of
  * memory. */
 char *ep_json_strings(char *const *v, size_t n);
+/* The secrets array of d: its secrets, then its token (EP_TOKEN_TAG). */
+char *ep_json_secrets(const struct ep_def *d);
 char *ep_json_settings(const struct ep_settings *s);
 /* The overrides and the request keys of a definition: its stored form. */
 char *ep_json_overrides(const struct ep_def *d);

@@ -49,6 +49,10 @@ struct ep_settings {
 enum ep_method { EP_POST = 0, EP_GET, EP_PUT };
 enum ep_body { EP_BODY_AUTO = 0, EP_BODY_JSON, EP_BODY_FORM, EP_BODY_NONE };
 #define EP_MAPS_MAX 32
+/* A token rides in the stored secrets array (sealed like them) as one
+ * element with this prefix: no secret starts with it (they are whsec_). */
+#define EP_TOKEN_TAG "token:"
+#define EP_TOKEN_MAX 512
 #define EP_MASK_DEFAULT "token, key, secret, password, sig, signature, hash"
 struct ep_request {
     int method;              /* enum ep_method */
@@ -74,6 +78,7 @@ struct ep_def {
     char **headers;                    /* "Name: value", nheaders of them */
     size_t nheaders;
     char *event_types;  /* normalised "a,b,c"; "*" = every type; NULL = none */
+    char *token;        /* the partner's own secret ({token}, hmac_*); NULL = none */
     int paused;
     struct ep_settings s;
     struct ep_request rq;

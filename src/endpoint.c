@@ -233,6 +233,37 @@ char *ep_json_strings(char *const *v, size_t n)
     return s;
 }
 
+char *ep_json_secrets(const struct ep_def *d)
+{
+    cJSON *a = cJSON_CreateArray();
+    struct buf t = {0};
+    char *s;
+    size_t i;
+
+    if (!a)
+        return NULL;
+    for (i = 0; i < d->nsecrets; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(d->secrets[i]));
+    if (d->token) {
+        if (buf_puts(&t, EP_TOKEN_TAG) < 0 || buf_puts(&t, d->token) < 0) {
+            cJSON_Delete(a);
+            buf_free(&t);
+            return NULL;
+        }
+        cJSON_AddItemToArray(a, cJSON_CreateString(t.p));
+        explicit_bzero(t.p, t.len);
+        buf_free(&t);
+    }
+    s = cJSON_PrintUnformatted(a);
+    /* the tree's copies of the secrets are wiped before they are freed */
+    {
+        cJSON *el;
+        cJSON_ArrayForEach(el, a) if (el->valuestring) explicit_bzero(el->valuestring, strlen(el->valuestring));
+    }
+    cJSON_Delete(a);
+    return s;
+}
+
 static void add_setting(void *ctx, const char *key, const char *val)
 {
     cJSON_AddStringToObject((cJSON *)ctx, key, val);
@@ -278,11 +309,17 @@ static int load_strings(struct ep_def *d, const char *key, const char *json)
         return -1;
     }
     cJSON_ArrayForEach(el, a) {
-        if (!cJSON_IsString(el) || ep_def_set(d, key, el->valuestring, err, sizeof err) < 0) {
+        const char *k = key, *v = cJSON_IsString(el) ? el->valuestring : NULL;
+        if (v && strcmp(key, "secret") == 0 && strncmp(v, EP_TOKEN_TAG, strlen(EP_TOKEN_TAG)) == 0) {
+            k = "token";
+            v += strlen(EP_TOKEN_TAG);
+        }
+        if (!v || ep_def_set(d, k, v, err, sizeof err) < 0) {
             rc = -1;
             break;
         }
     }
+    cJSON_ArrayForEach(el, a) if (cJSON_IsString(el)) explicit_bzero(el->valuestring, strlen(el->valuestring));
     cJSON_Delete(a);
     return rc;
 }

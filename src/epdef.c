@@ -34,6 +34,9 @@ void ep_def_free(struct ep_def *d)
         free(d->headers[i]);
     free(d->headers);
     free(d->event_types);
+    if (d->token)
+        explicit_bzero(d->token, strlen(d->token));
+    free(d->token);
     free(d->rq.success_status);
     free(d->rq.success_body);
     free(d->rq.mask_params);
@@ -96,6 +99,8 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
     if (src->url && !(dst->url = strdup(src->url)))
         goto fail;
     if (src->event_types && !(dst->event_types = strdup(src->event_types)))
+        goto fail;
+    if (dup_opt(&dst->token, src->token) < 0)
         goto fail;
     for (i = 0; i < src->nsecrets; i++) {
         if (!(dst->secrets[i] = strdup(src->secrets[i])))
@@ -385,6 +390,26 @@ int ep_def_set(struct ep_def *d, const char *key, const char *value, char *err, 
         free(copy);
         return -1;
     }
+    if (strcmp(key, "token") == 0) {
+        size_t i, n = strlen(value);
+        char *t;
+        if (n == 0 || n > EP_TOKEN_MAX) {
+            snprintf(err, errlen, "must be 1-%d bytes", EP_TOKEN_MAX);
+            return -1;
+        }
+        for (i = 0; i < n; i++)
+            if ((unsigned char)value[i] < 0x20 || value[i] == 0x7f) {
+                snprintf(err, errlen, "holds a control character at position %zu", i + 1);
+                return -1;
+            }
+        if (!(t = strdup(value)))
+            goto oom;
+        if (d->token)
+            explicit_bzero(d->token, strlen(d->token));
+        free(d->token);
+        d->token = t;
+        return 0;
+    }
     if (strcmp(key, "header") == 0) {
         if (d->nheaders >= ENDPOINT_MAX_HEADERS) {
             snprintf(err, errlen, "too many headers (max %d)", ENDPOINT_MAX_HEADERS);
@@ -435,6 +460,10 @@ static int ep_request_validate(const struct ep_def *d, char *err, size_t errlen)
     }
     /* the shape of the URL with every macro filled in */
     rc = tpl_skeleton(&t, "x", &sk) < 0 ? -1 : netpolicy_url_check(sk.p, why, sizeof why);
+    if (rc == 0 && tpl_keyed(&t) && !d->token) {
+        snprintf(why, sizeof why, "an hmac_ macro is keyed by the endpoint's token: set token");
+        rc = -1;
+    }
     tpl_free(&t);
     buf_free(&sk);
     if (rc < 0) {

@@ -31,6 +31,7 @@ int postback_build(const struct ep_conf *e, const struct postback_msg *m, struct
     v.event_type = m->event_type;
     v.endpoint = e->def.name;
     v.secret = e->def.nsecrets ? e->def.secrets[0] : NULL;
+    v.token = e->def.token;
     v.attempt = m->attempt;
     v.timestamp = m->ts;
     v.maps = e->maps;
