@@ -48,6 +48,7 @@ struct ep_settings {
  * or NULL is the signed JSON POST of a webhook. */
 enum ep_method { EP_POST = 0, EP_GET, EP_PUT };
 enum ep_body { EP_BODY_AUTO = 0, EP_BODY_JSON, EP_BODY_FORM, EP_BODY_NONE };
+enum ep_sign { EP_SIGN_STANDARD = 0, EP_SIGN_NONE, EP_SIGN_HUB };
 #define EP_MAPS_MAX 32
 /* A token rides in the stored secrets array (sealed like them) as one
  * element with this prefix: no secret starts with it (they are whsec_). */
@@ -59,7 +60,8 @@ struct ep_request {
     int body;                /* enum ep_body; AUTO: json for POST/PUT, none for GET */
     int macro_style;         /* enum tpl_style */
     int on_missing_fail;
-    int sign_none;
+    int sign;                /* enum ep_sign */
+    char *signature_header;  /* sign = hub: the header's name; NULL: SIGN_HUB_HEADER */
     char *success_status;    /* NULL: 200-299 */
     char *success_body;      /* NULL: any body */
     char *mask_params;       /* NULL: EP_MASK_DEFAULT */

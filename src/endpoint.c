@@ -70,7 +70,7 @@ static int request_build(struct ep_conf *e)
             return -1;
         e->shown_url = b.p;
     }
-    e->plain = e->url_tpl.nmacros == 0 && rq->method == EP_POST && e->body == EP_BODY_JSON && !rq->sign_none;
+    e->plain = e->url_tpl.nmacros == 0 && rq->method == EP_POST && e->body == EP_BODY_JSON && rq->sign == EP_SIGN_STANDARD;
     return 0;
 }
 

@@ -41,6 +41,7 @@ void ep_def_free(struct ep_def *d)
     free(d->rq.success_body);
     free(d->rq.mask_params);
     free(d->rq.ordering_key);
+    free(d->rq.signature_header);
     for (i = 0; i < d->rq.nmaps; i++) {
         free(d->rq.map_name[i]);
         free(d->rq.map_spec[i]);
@@ -80,11 +81,12 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
     dst->rq.body = src->rq.body;
     dst->rq.macro_style = src->rq.macro_style;
     dst->rq.on_missing_fail = src->rq.on_missing_fail;
-    dst->rq.sign_none = src->rq.sign_none;
+    dst->rq.sign = src->rq.sign;
     if (dup_opt(&dst->rq.success_status, src->rq.success_status) < 0 ||
         dup_opt(&dst->rq.success_body, src->rq.success_body) < 0 ||
         dup_opt(&dst->rq.mask_params, src->rq.mask_params) < 0 ||
-        dup_opt(&dst->rq.ordering_key, src->rq.ordering_key) < 0)
+        dup_opt(&dst->rq.ordering_key, src->rq.ordering_key) < 0 ||
+        dup_opt(&dst->rq.signature_header, src->rq.signature_header) < 0)
         goto fail;
     for (i = 0; i < src->rq.nmaps; i++) {
         if (grow_one(&dst->rq.map_name, i) < 0 || grow_one(&dst->rq.map_spec, i) < 0)
@@ -244,7 +246,7 @@ static const char *const methods[] = {"POST", "GET", "PUT", NULL};
 static const char *const bodies[] = {"", "json", "form", "none", NULL};
 static const char *const styles[] = {"braces", "hashes", "brackets", NULL};
 static const char *const missing[] = {"empty", "fail", NULL};
-static const char *const signs[] = {"standard", "none", NULL};
+static const char *const signs[] = {"standard", "none", "hub", NULL};
 
 const char *ep_method_name(int method)
 {
@@ -268,7 +270,19 @@ static int request_set(struct ep_request *rq, const char *key, const char *value
     if (strcmp(key, "on_missing") == 0)
         return pick(value, missing, &rq->on_missing_fail, err, errlen);
     if (strcmp(key, "sign") == 0)
-        return pick(value, signs, &rq->sign_none, err, errlen);
+        return pick(value, signs, &rq->sign, err, errlen);
+    if (strcmp(key, "signature_header") == 0) {
+        /* the header is hookd's: one the endpoint or curl sets is refused */
+        char h[80];
+        if (strlen(value) > 64 || strchr(value, ':')) {
+            snprintf(err, errlen, "must be a header name of at most 64 characters");
+            return -1;
+        }
+        snprintf(h, sizeof h, "%s: x", value);
+        if (header_valid(h, err, errlen) < 0)
+            return -1;
+        return set_str(&rq->signature_header, value, 64, err, errlen);
+    }
     if (strcmp(key, "success_status") == 0) {
         struct outcome_ok ok;
         if (outcome_ok_parse(value, &ok, err, errlen) < 0)
@@ -330,8 +344,10 @@ void ep_request_each(const struct ep_def *d, void (*fn)(void *ctx, const char *k
         fn(ctx, "macro_style", styles[rq->macro_style]);
     if (rq->on_missing_fail)
         fn(ctx, "on_missing", "fail");
-    if (rq->sign_none)
-        fn(ctx, "sign", "none");
+    if (rq->sign)
+        fn(ctx, "sign", signs[rq->sign]);
+    if (rq->signature_header)
+        fn(ctx, "signature_header", rq->signature_header);
     if (rq->success_status)
         fn(ctx, "success_status", rq->success_status);
     if (rq->success_body)
@@ -481,6 +497,14 @@ static int ep_request_validate(const struct ep_def *d, char *err, size_t errlen)
             snprintf(err, errlen, "ordering_key: holds no macro, so every message would share one key");
             return -1;
         }
+    }
+    if (rq->signature_header && rq->sign != EP_SIGN_HUB) {
+        snprintf(err, errlen, "signature_header: names the header of sign = hub only");
+        return -1;
+    }
+    if (rq->sign == EP_SIGN_HUB && d->nsecrets == 0) {
+        snprintf(err, errlen, "sign: hub signs with the endpoint's secret: set secret (or sign = none)");
+        return -1;
     }
     if (rq->method == EP_GET && (rq->body == EP_BODY_JSON || rq->body == EP_BODY_FORM)) {
         snprintf(err, errlen, "body: a GET request carries no body (body = none, or method = POST/PUT)");

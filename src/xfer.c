@@ -110,8 +110,18 @@ static int build_headers(struct xfer *x, int64_t ts, const char *body, size_t bl
 
     if (fixed_headers(x, e) < 0)
         return -1;
-    if (e->def.rq.sign_none) {
+    if (e->def.rq.sign == EP_SIGN_NONE || (e->def.rq.sign == EP_SIGN_HUB && !e->nkeys)) {
         x->hdrs = x->fixed_hdrs;
+        return 0;
+    }
+    if (e->def.rq.sign == EP_SIGN_HUB) {
+        n = snprintf(x->sig_line, sizeof x->sig_line, "%s: ",
+                     e->def.rq.signature_header ? e->def.rq.signature_header : SIGN_HUB_HEADER);
+        if (sign_hub_value(e->keys, e->nkeys, body, blen, x->sig_line + n, sizeof x->sig_line - (size_t)n) < 0)
+            return -1;
+        x->dyn[2].data = x->sig_line;
+        x->dyn[2].next = x->fixed_hdrs;
+        x->hdrs = &x->dyn[2];
         return 0;
     }
     x->hdrs = &x->dyn[0];
