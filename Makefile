@@ -39,6 +39,7 @@ LIB_SRCS := \
 	src/jpath.c \
 	src/tpl.c \
 	src/tplfn.c \
+	src/filter.c \
 	src/tbucket.c \
 	src/limiter.c \
 	src/slotq.c \

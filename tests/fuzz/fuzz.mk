@@ -19,7 +19,7 @@
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 120
 FUZZ_OUT      ?= $(BUILD)/fuzz
-FUZZ_TARGETS  ?= proto config netpolicy retry_after tpl export
+FUZZ_TARGETS  ?= proto config netpolicy retry_after tpl export filter
 FUZZ_ARGS     ?=
 FUZZ_KNOWN    ?=
 FUZZ_CPPFLAGS := -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -DINI_HANDLER_LINENO=1 -DHOOKD_VERSION='"x"'
@@ -35,9 +35,10 @@ FUZZ_SRCS_config      := src/config.c src/settings.c src/epdef.c src/netpolicy.c
 FUZZ_SRCS_netpolicy   := src/netpolicy.c
 FUZZ_SRCS_retry_after := src/retry_after.c
 FUZZ_SRCS_tpl         := src/tpl.c src/tplfn.c src/jpath.c src/util.c
+FUZZ_SRCS_filter      := src/filter.c src/jpath.c src/util.c
 FUZZ_SRCS_export      := src/export_fmt.c src/endpoint.c src/epdef.c src/settings.c src/config.c src/breaker.c \
                          src/store.c src/netpolicy.c src/sign.c src/util.c src/log.c src/tpl.c src/tplfn.c src/jpath.c \
-                         src/outcome.c src/opsev.c
+                         src/outcome.c src/opsev.c src/seal.c
 
 FUZZ_BINS   := $(FUZZ_TARGETS:%=$(FUZZ_OUT)/fuzz_%)
 REGRESS_BINS := $(FUZZ_TARGETS:%=$(FUZZ_OUT)/regress_%)
