@@ -10,6 +10,7 @@
 #include "tpl.h"
 
 struct cJSON;
+struct filter;
 
 /* Immutable once built; reference counted because a delivery thread may
  * still hold a job for an endpoint that was just changed or deleted. */
@@ -28,6 +29,7 @@ struct ep_conf {
     int body;                 /* enum ep_body, AUTO resolved */
     struct tpl url_tpl;
     struct tpl order_tpl;     /* nmacros 0: no ordering */
+    struct filter *filter;    /* NULL: every message */
     struct tpl_map *maps;     /* nmaps */
     size_t nmaps;
     int has_ok;

@@ -66,6 +66,7 @@ struct ep_request {
     char *success_body;      /* NULL: any body */
     char *mask_params;       /* NULL: EP_MASK_DEFAULT */
     char *ordering_key;      /* NULL: no ordering */
+    char *filter;            /* NULL: every message (filter.h) */
     char **map_name;         /* nmaps of each (an endpoint per affiliate: */
     char **map_spec;         /* 50,000 of these must stay small) */
     size_t nmaps;
@@ -101,7 +102,8 @@ int ep_name_valid(const char *name);
  * text), the form ep_def_set reads back. */
 void ep_request_each(const struct ep_def *d, void (*fn)(void *ctx, const char *key, const char *val), void *ctx);
 const char *ep_method_name(int method);
-/* Does the endpoint subscribe to event_type? */
+/* Does the endpoint subscribe to event_type? ("*" any, "order.*" a
+ * pattern: '*' stands for any run of characters) */
 int ep_def_wants(const struct ep_def *d, const char *event_type);
 
 #endif

@@ -27,7 +27,10 @@
  *                                           rather than "quantile": promtool
  *                                           rejects "_ms" names and a
  *                                           quantile label outside summaries.
- *   hookd_endpoint_latency_samples{endpoint} gauge, attempts behind them */
+ *   hookd_endpoint_latency_samples{endpoint} gauge, attempts behind them
+ *   hookd_endpoint_filtered_total{endpoint} counter, messages its filter
+ *                                           kept out since start (absent
+ *                                           until the first) */
 #ifndef HOOKD_METRICS_H
 #define HOOKD_METRICS_H
 #include <stddef.h>
@@ -58,6 +61,7 @@ struct metrics_snapshot {
     uint64_t ahead[2];                       /* returned, started */
     const struct store_endpoint_info *eps;   /* name, h.state, h.p50_ms.. */
     size_t neps;
+    const uint64_t *filtered;                /* per eps entry; NULL: none */
 };
 
 /* Index of the bucket an observation of ms falls into (0..METRICS_NBUCKETS). */

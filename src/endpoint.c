@@ -1,6 +1,7 @@
 /* endpoint.c - endpoint snapshots for the delivery threads, and the
  * JSON forms of a definition (endpoint.put requests, stored lists). */
 #include "endpoint.h"
+#include "filter.h"
 #include "settings.h"
 #include "util.h"
 
@@ -37,6 +38,9 @@ static void request_free(struct ep_conf *e)
         tpl_map_free(&e->maps[i]);
     free(e->maps);
     free(e->shown_url);
+    if (e->filter)
+        filter_free(e->filter);
+    free(e->filter);
 }
 
 /* The parsed form of the request keys (validated before). */
@@ -53,6 +57,12 @@ static int request_build(struct ep_conf *e)
     if (rq->ordering_key &&
         tpl_parse(&e->order_tpl, rq->ordering_key, (enum tpl_style)rq->macro_style, TPL_TEXT, err, sizeof err) < 0)
         return -1;
+    if (rq->filter &&
+        (!(e->filter = calloc(1, sizeof *e->filter)) || filter_parse(e->filter, rq->filter, err, sizeof err) < 0)) {
+        free(e->filter);
+        e->filter = NULL;
+        return -1;
+    }
     if (rq->nmaps && !(e->maps = calloc(rq->nmaps, sizeof *e->maps)))
         return -1;
     for (i = 0; i < rq->nmaps; i++) {

@@ -3,6 +3,7 @@
  * and the per-endpoint overrides of the settings table), validated the
  * same way wherever they come from. */
 #include "epdef.h"
+#include "filter.h"
 #include "netpolicy.h"
 #include "outcome.h"
 #include "settings.h"
@@ -42,6 +43,7 @@ void ep_def_free(struct ep_def *d)
     free(d->rq.mask_params);
     free(d->rq.ordering_key);
     free(d->rq.signature_header);
+    free(d->rq.filter);
     for (i = 0; i < d->rq.nmaps; i++) {
         free(d->rq.map_name[i]);
         free(d->rq.map_spec[i]);
@@ -86,7 +88,8 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
         dup_opt(&dst->rq.success_body, src->rq.success_body) < 0 ||
         dup_opt(&dst->rq.mask_params, src->rq.mask_params) < 0 ||
         dup_opt(&dst->rq.ordering_key, src->rq.ordering_key) < 0 ||
-        dup_opt(&dst->rq.signature_header, src->rq.signature_header) < 0)
+        dup_opt(&dst->rq.signature_header, src->rq.signature_header) < 0 ||
+        dup_opt(&dst->rq.filter, src->rq.filter) < 0)
         goto fail;
     for (i = 0; i < src->rq.nmaps; i++) {
         if (grow_one(&dst->rq.map_name, i) < 0 || grow_one(&dst->rq.map_spec, i) < 0)
@@ -300,6 +303,13 @@ static int request_set(struct ep_request *rq, const char *key, const char *value
         return set_str(&rq->mask_params, value, 1024, err, errlen);
     if (strcmp(key, "ordering_key") == 0)
         return set_str(&rq->ordering_key, value, 512, err, errlen);
+    if (strcmp(key, "filter") == 0) {
+        struct filter f;
+        if (filter_parse(&f, value, err, errlen) < 0)
+            return -1;
+        filter_free(&f);
+        return set_str(&rq->filter, value, FILTER_MAX, err, errlen);
+    }
     if (strncmp(key, "map.", 4) == 0) {
         struct tpl_map m;
         size_t i;
@@ -356,6 +366,8 @@ void ep_request_each(const struct ep_def *d, void (*fn)(void *ctx, const char *k
         fn(ctx, "mask_params", rq->mask_params);
     if (rq->ordering_key)
         fn(ctx, "ordering_key", rq->ordering_key);
+    if (rq->filter)
+        fn(ctx, "filter", rq->filter);
     for (i = 0; i < rq->nmaps; i++) {
         snprintf(key, sizeof key, "map.%s", rq->map_name[i]);
         fn(ctx, key, rq->map_spec[i]);
@@ -530,6 +542,31 @@ int ep_def_validate(const struct ep_def *d, char *err, size_t errlen)
     return ep_request_validate(d, err, errlen);
 }
 
+/* A pattern with '*' (any run of characters, dots too): "order.*",
+ * "*.created", "order.*.v2". Iterative, with one backtrack point. */
+static int type_glob(const char *pat, size_t pl, const char *s)
+{
+    size_t pi = 0, si = 0, star = (size_t)-1, mark = 0, sl = strlen(s);
+
+    while (si < sl) {
+        if (pi < pl && pat[pi] == '*') {
+            star = pi++;
+            mark = si;
+        } else if (pi < pl && pat[pi] == s[si]) {
+            pi++;
+            si++;
+        } else if (star != (size_t)-1) {
+            pi = star + 1;
+            si = ++mark;
+        } else {
+            return 0;
+        }
+    }
+    while (pi < pl && pat[pi] == '*')
+        pi++;
+    return pi == pl;
+}
+
 int ep_def_wants(const struct ep_def *d, const char *type)
 {
     const char *p = d->event_types;
@@ -540,7 +577,8 @@ int ep_def_wants(const struct ep_def *d, const char *type)
     while (*p) {
         const char *e = strchr(p, ',');
         size_t l = e ? (size_t)(e - p) : strlen(p);
-        if ((l == 1 && *p == '*') || (l == tl && memcmp(p, type, l) == 0))
+        if ((l == 1 && *p == '*') || (l == tl && memcmp(p, type, l) == 0) ||
+            (memchr(p, '*', l) && type_glob(p, l, type)))
             return 1;
         if (!e)
             break;

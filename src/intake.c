@@ -1,6 +1,8 @@
 /* intake.c - enqueue requests into queue rows. */
 #include "intake.h"
+#include "counters.h"
 #include "dispatch.h"
+#include "filter.h"
 #include "tpl.h"
 #include "util.h"
 
@@ -97,11 +99,30 @@ static int add_row(struct registry *r, struct rows *rw, struct endpoint *e, cons
     return -1;
 }
 
-/* The rows of one request: 1 answered at once (error reply), 0 rows
- * added, -1 out of memory. */
-static int request_rows(struct registry *r, struct req *q, struct rows *rw, int64_t now, int64_t mono)
+/* Does e's filter keep this message out? 1 yes (counted), 0 no, -1 out
+ * of memory. An endpoint without a filter costs this one test. */
+static int filtered_out(struct endpoint *e, const struct req *q)
+{
+    int m;
+
+    if (!e->conf->filter)
+        return 0;
+    if ((m = filter_match(e->conf->filter, q->p.payload, q->p.payload_len)) < 0)
+        return -1;
+    if (m)
+        return 0;
+    counters_filtered(e->id);
+    return 1;
+}
+
+/* The rows of one request: 1 answered at once (error reply, or a direct
+ * enqueue its endpoint's filter kept out), 0 rows added (*nfilt: how
+ * many subscribers' filters kept it out), -1 out of memory. */
+static int request_rows(struct registry *r, struct req *q, struct rows *rw, int64_t now, int64_t mono,
+                        size_t *nfilt)
 {
     size_t i, hits = 0;
+    int f;
 
     if (!q->p.event_id) {
         char gen[64];
@@ -115,24 +136,41 @@ static int request_rows(struct registry *r, struct req *q, struct rows *rw, int6
             req_error(q, PERR_UNKNOWN_ENDPOINT, "no endpoint named '%s'", q->p.endpoint);
             return 1;
         }
+        if ((f = filtered_out(e, q)) != 0) {
+            if (f < 0)
+                return -1;
+            buf_reset(&q->reply);
+            buf_puts(&q->reply, "{\"ok\":true,\"filtered\":true,\"event_id\":");
+            buf_json_str(&q->reply, q->p.event_id);
+            buf_puts(&q->reply, "}\n");
+            if (q->reply.failed)
+                req_error(q, PERR_INTERNAL, "out of memory");
+            return 1;
+        }
         return add_row(r, rw, e, q, now, mono);
     }
     /* the ops endpoint hears hookd, not the applications' fan-out
      * (an application may still address it by name) */
     for (i = 0; i < r->n; i++)
         if (!r->v[i]->is_ops && ep_def_wants(&r->v[i]->conf->def, q->p.event_type)) {
+            if ((f = filtered_out(r->v[i], q)) != 0) {
+                if (f < 0)
+                    return -1;
+                (*nfilt)++;
+                continue;
+            }
             if (add_row(r, rw, r->v[i], q, now, mono) < 0)
                 return -1;
             hits++;
         }
-    if (!hits) {
+    if (!hits && !*nfilt) {
         req_error(q, PERR_NO_SUBSCRIBERS, "no endpoint subscribes to event type '%s'", q->p.event_type);
         return 1;
     }
     return 0;
 }
 
-static void reply(struct req *q, const struct store_enqueue *v, struct endpoint *const *ep, size_t n)
+static void reply(struct req *q, const struct store_enqueue *v, struct endpoint *const *ep, size_t n, size_t nfilt)
 {
     struct buf *b = &q->reply;
     size_t i;
@@ -151,7 +189,10 @@ static void reply(struct req *q, const struct store_enqueue *v, struct endpoint 
             buf_json_str(b, ep[i]->conf->def.name);
             buf_printf(b, ",\"id\":%lld,\"duplicate\":%s}", (long long)v[i].id, v[i].duplicate ? "true" : "false");
         }
-        buf_puts(b, "]}\n");
+        buf_puts(b, "]");
+        if (nfilt)
+            buf_printf(b, ",\"filtered\":%zu", nfilt);
+        buf_puts(b, "}\n");
     }
     if (b->failed)
         req_error(q, PERR_INTERNAL, "out of memory");
@@ -197,18 +238,19 @@ int intake_batch(struct registry *r, struct store *st, struct req **batch, struc
 {
     struct rows rw = {0};
     struct req **pp = batch, *q;
-    size_t *first = NULL, k, nreq = 0;
+    size_t *first = NULL, *nfilt = NULL, k, nreq = 0;
     int rc = -1;
 
     for (q = *batch; q; q = q->next)
         nreq++;
-    if (nreq && !(first = malloc((nreq + 1) * sizeof *first)))
+    if (nreq && (!(first = malloc((nreq + 1) * sizeof *first)) || !(nfilt = calloc(nreq, sizeof *nfilt))))
         goto oom;
     k = 0;
     while ((q = *pp)) {
         int one;
         first[k] = rw.n;
-        one = request_rows(r, q, &rw, now, now_mono);
+        nfilt[k] = 0;
+        one = request_rows(r, q, &rw, now, now_mono, &nfilt[k]);
         if (one < 0)
             goto oom;
         if (one > 0) {  /* answered: out of the batch */
@@ -231,7 +273,7 @@ int intake_batch(struct registry *r, struct store *st, struct req **batch, struc
     if (claimed_jobs(r, &rw, jobs, now) < 0)
         goto oom;
     for (q = *batch, k = 0; q; q = q->next, k++)
-        reply(q, rw.v + first[k], rw.ep + first[k], first[k + 1] - first[k]);
+        reply(q, rw.v + first[k], rw.ep + first[k], first[k + 1] - first[k], nfilt[k]);
     rc = 0;
     goto out;
 oom:
@@ -241,5 +283,6 @@ out:
     free(rw.ep);
     buf_free(&rw.keys);
     free(first);
+    free(nfilt);
     return rc;
 }

@@ -352,6 +352,7 @@ int query_metrics_text(struct store *st, struct buf *out)
     struct store_stats q;
     struct counters cn;
     struct eps eps = {0};
+    uint64_t *filtered = NULL;
     size_t i;
     int rc = -1;
     int64_t now = util_now_ms();
@@ -372,12 +373,17 @@ int query_metrics_text(struct store *st, struct buf *out)
     memcpy(m.ahead, cn.ahead, sizeof m.ahead);
     m.eps = eps.v;
     m.neps = eps.n;
+    if (eps.n && (filtered = calloc(eps.n, sizeof *filtered)))
+        for (i = 0; i < eps.n; i++)
+            filtered[i] = counters_filtered_get(eps.v[i].id);
+    m.filtered = filtered;
     rc = metrics_render(&m, out) < 0 ? oom(st) : 0;
 out:
     st->ops->snapshot_end(st);
     for (i = 0; i < eps.n; i++)
         free((char *)eps.v[i].name);
     free(eps.v);
+    free(filtered);
     return rc;
 }
 
