@@ -40,6 +40,7 @@ LIB_SRCS := \
 	src/tpl.c \
 	src/tplfn.c \
 	src/filter.c \
+	src/schedule.c \
 	src/tbucket.c \
 	src/limiter.c \
 	src/slotq.c \

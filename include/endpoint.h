@@ -30,6 +30,7 @@ struct ep_conf {
     struct tpl url_tpl;
     struct tpl order_tpl;     /* nmacros 0: no ordering */
     struct filter *filter;    /* NULL: every message */
+    int64_t delay_ms;         /* the delay key: rows wait this long first */
     struct tpl_map *maps;     /* nmaps */
     size_t nmaps;
     int has_ok;

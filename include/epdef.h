@@ -67,6 +67,7 @@ struct ep_request {
     char *mask_params;       /* NULL: EP_MASK_DEFAULT */
     char *ordering_key;      /* NULL: no ordering */
     char *filter;            /* NULL: every message (filter.h) */
+    char *delay;             /* a duration: rows wait this long first; NULL: none */
     char **map_name;         /* nmaps of each (an endpoint per affiliate: */
     char **map_spec;         /* 50,000 of these must stay small) */
     size_t nmaps;

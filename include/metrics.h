@@ -5,6 +5,8 @@
  * Series (every family has # HELP and # TYPE):
  *   hookd_up 1, hookd_build_info{version} 1
  *   hookd_queue_messages{status}            gauge, rows per queue status
+ *                                           (and "scheduled": delayed rows
+ *                                           not due yet, not in pending)
  *   hookd_dead_letters                      gauge, = queue status dead_letter
  *                                           (kept for dashboards that want a
  *                                           label-free series to alert on)
@@ -50,6 +52,7 @@ extern const int64_t metrics_bucket_ms[METRICS_NBUCKETS];
 struct metrics_snapshot {
     const char *version;
     int64_t queue[MSG__COUNT];
+    int64_t scheduled;                       /* pending rows delayed past now */
     int has_oldest_pending;
     int64_t oldest_pending_age_ms;
     uint64_t outcomes[METRICS_NOUTCOMES];

@@ -317,7 +317,7 @@ void cli_show_attempts(const cJSON *r, const struct args *a)
 void cli_show_stats(const cJSON *r, const struct args *a)
 {
     static const char *const counts[] = {"pending", "awaiting_retry", "in_flight", "dead_letter",
-                                         "delivered_last_hour", "failed_last_hour"};
+                                         "delivered_last_hour", "failed_last_hour", "scheduled"};
     const cJSON *s = cli_jget(r, "stats"), *age;
     char v[128], w[64];
     size_t i;

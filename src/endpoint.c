@@ -63,6 +63,8 @@ static int request_build(struct ep_conf *e)
         e->filter = NULL;
         return -1;
     }
+    if (rq->delay && util_parse_duration_ms(rq->delay, &e->delay_ms) < 0)
+        return -1;
     if (rq->nmaps && !(e->maps = calloc(rq->nmaps, sizeof *e->maps)))
         return -1;
     for (i = 0; i < rq->nmaps; i++) {

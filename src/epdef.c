@@ -4,6 +4,7 @@
  * same way wherever they come from. */
 #include "epdef.h"
 #include "filter.h"
+#include "schedule.h"
 #include "netpolicy.h"
 #include "outcome.h"
 #include "settings.h"
@@ -44,6 +45,7 @@ void ep_def_free(struct ep_def *d)
     free(d->rq.ordering_key);
     free(d->rq.signature_header);
     free(d->rq.filter);
+    free(d->rq.delay);
     for (i = 0; i < d->rq.nmaps; i++) {
         free(d->rq.map_name[i]);
         free(d->rq.map_spec[i]);
@@ -89,7 +91,7 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
         dup_opt(&dst->rq.mask_params, src->rq.mask_params) < 0 ||
         dup_opt(&dst->rq.ordering_key, src->rq.ordering_key) < 0 ||
         dup_opt(&dst->rq.signature_header, src->rq.signature_header) < 0 ||
-        dup_opt(&dst->rq.filter, src->rq.filter) < 0)
+        dup_opt(&dst->rq.filter, src->rq.filter) < 0 || dup_opt(&dst->rq.delay, src->rq.delay) < 0)
         goto fail;
     for (i = 0; i < src->rq.nmaps; i++) {
         if (grow_one(&dst->rq.map_name, i) < 0 || grow_one(&dst->rq.map_spec, i) < 0)
@@ -303,6 +305,14 @@ static int request_set(struct ep_request *rq, const char *key, const char *value
         return set_str(&rq->mask_params, value, 1024, err, errlen);
     if (strcmp(key, "ordering_key") == 0)
         return set_str(&rq->ordering_key, value, 512, err, errlen);
+    if (strcmp(key, "delay") == 0) {
+        int64_t ms;
+        if (util_parse_duration_ms(value, &ms) < 0 || ms < 0 || ms > SCHED_MAX_MS) {
+            snprintf(err, errlen, "must be a duration of at most 30 days (90s, 5m, 2h)");
+            return -1;
+        }
+        return set_str(&rq->delay, value, 64, err, errlen);
+    }
     if (strcmp(key, "filter") == 0) {
         struct filter f;
         if (filter_parse(&f, value, err, errlen) < 0)
@@ -368,6 +378,8 @@ void ep_request_each(const struct ep_def *d, void (*fn)(void *ctx, const char *k
         fn(ctx, "ordering_key", rq->ordering_key);
     if (rq->filter)
         fn(ctx, "filter", rq->filter);
+    if (rq->delay)
+        fn(ctx, "delay", rq->delay);
     for (i = 0; i < rq->nmaps; i++) {
         snprintf(key, sizeof key, "map.%s", rq->map_name[i]);
         fn(ctx, key, rq->map_spec[i]);

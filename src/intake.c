@@ -3,6 +3,7 @@
 #include "counters.h"
 #include "dispatch.h"
 #include "filter.h"
+#include "schedule.h"
 #include "tpl.h"
 #include "util.h"
 
@@ -46,7 +47,7 @@ static int64_t ordering_key(struct rows *rw, const struct ep_conf *c, const stru
     return off;
 }
 
-static int rows_add(struct rows *rw, struct endpoint *e, const struct req *q, int claim)
+static int rows_add(struct rows *rw, struct endpoint *e, const struct req *q, int claim, int64_t due)
 {
     int64_t key = 0;
 
@@ -74,6 +75,7 @@ static int rows_add(struct rows *rw, struct endpoint *e, const struct req *q, in
     rw->v[rw->n].payload_len = q->p.payload_len;
     rw->v[rw->n].max_attempts = (int)e->conf->eff.max_attempts;
     rw->v[rw->n].claim = claim;
+    rw->v[rw->n].due_at = due;
     rw->ep[rw->n] = e;
     rw->n++;
     return 0;
@@ -84,15 +86,24 @@ static int rows_add(struct rows *rw, struct endpoint *e, const struct req *q, in
 static int add_row(struct registry *r, struct rows *rw, struct endpoint *e, const struct req *q, int64_t now,
                    int64_t mono)
 {
+    int64_t due = 0, at;
+    char why[120];
+    int claim;
+
+    /* a delayed row waits as a retry does, for its next_attempt_at (the
+     * request's own time was checked against the bound before; an
+     * endpoint's delay is within it) */
+    if (sched_due(now, q->p.delay_ms, q->p.deliver_at_ms, e->conf->delay_ms, &due, why, sizeof why) < 0)
+        due = 0;
+    at = due ? due : now;
     /* an ordered endpoint's rows wait for the claim, which knows what
      * is still undelivered before them */
-    int claim = !e->conf->order_tpl.nmacros && dispatch_admit_one(r, e, now, mono);
-
-    if (!claim && e->next_due > now) {
+    claim = !due && !e->conf->order_tpl.nmacros && dispatch_admit_one(r, e, now, mono);
+    if (!claim && e->next_due > at) {
         registry_touch(r, e);
-        e->next_due = now;
+        e->next_due = at;
     }
-    if (rows_add(rw, e, q, claim) == 0)
+    if (rows_add(rw, e, q, claim, due) == 0)
         return 0;
     if (claim)
         dispatch_unadmit_one(r, e);
@@ -122,6 +133,8 @@ static int request_rows(struct registry *r, struct req *q, struct rows *rw, int6
                         size_t *nfilt)
 {
     size_t i, hits = 0;
+    int64_t due;
+    char why[120];
     int f;
 
     if (!q->p.event_id) {
@@ -129,6 +142,10 @@ static int request_rows(struct registry *r, struct req *q, struct rows *rw, int6
         util_random_id("evt_", gen, sizeof gen);
         if (!(q->p.event_id = strdup(gen)))
             return -1;
+    }
+    if (sched_due(now, q->p.delay_ms, q->p.deliver_at_ms, 0, &due, why, sizeof why) < 0) {
+        req_error(q, PERR_BAD_REQUEST, "%s", why);
+        return 1;
     }
     if (q->p.endpoint) {
         struct endpoint *e = registry_by_name(r, q->p.endpoint);
@@ -179,7 +196,10 @@ static void reply(struct req *q, const struct store_enqueue *v, struct endpoint 
     if (q->p.endpoint) {
         buf_printf(b, "{\"ok\":true,\"id\":%lld,\"event_id\":", (long long)v[0].id);
         buf_json_str(b, q->p.event_id);
-        buf_printf(b, ",\"duplicate\":%s}\n", v[0].duplicate ? "true" : "false");
+        buf_printf(b, ",\"duplicate\":%s", v[0].duplicate ? "true" : "false");
+        if (v[0].due_at && !v[0].duplicate)
+            buf_printf(b, ",\"deliver_at\":%lld", (long long)v[0].due_at);
+        buf_puts(b, "}\n");
     } else {
         buf_puts(b, "{\"ok\":true,\"event_id\":");
         buf_json_str(b, q->p.event_id);

@@ -184,6 +184,8 @@ int metrics_render(const struct metrics_snapshot *m, struct buf *b)
         if (buf_printf(b, "hookd_queue_messages{status=\"%s\"} %" PRId64 "\n", msg_status_name((enum msg_status)i),
                        m->queue[i]) < 0)
             goto fail;
+    if (buf_printf(b, "hookd_queue_messages{status=\"scheduled\"} %" PRId64 "\n", m->scheduled) < 0)
+        goto fail;
     if (family(b, "hookd_dead_letters", "gauge", "Messages in the dead letter queue.") < 0 ||
         buf_printf(b, "hookd_dead_letters %" PRId64 "\n", m->queue[MSG_DEAD_LETTER]) < 0)
         goto fail;

@@ -152,9 +152,10 @@ static int do_stats(struct store *st, struct req *r, int64_t now)
         return -1;
     buf_printf(b,
                "{\"ok\":true,\"stats\":{\"pending\":%lld,\"awaiting_retry\":%lld,\"in_flight\":%lld,"
-               "\"dead_letter\":%lld,\"delivered_last_hour\":%lld,\"failed_last_hour\":%lld",
+               "\"dead_letter\":%lld,\"delivered_last_hour\":%lld,\"failed_last_hour\":%lld,\"scheduled\":%lld",
                (long long)q.n[MSG_PENDING], (long long)q.n[MSG_FAILED], (long long)q.n[MSG_IN_FLIGHT],
-               (long long)q.n[MSG_DEAD_LETTER], (long long)q.delivered_last_hour, (long long)q.failed_last_hour);
+               (long long)q.n[MSG_DEAD_LETTER], (long long)q.delivered_last_hour, (long long)q.failed_last_hour,
+               (long long)q.scheduled);
     if (q.has_oldest)
         buf_printf(b, ",\"oldest_pending\":%lld,\"oldest_pending_age_ms\":%lld", (long long)q.oldest_pending,
                    (long long)(now > q.oldest_pending ? now - q.oldest_pending : 0));
@@ -364,6 +365,7 @@ int query_metrics_text(struct store *st, struct buf *out)
         goto out;
     m.version = HOOKD_VERSION;
     memcpy(m.queue, q.n, sizeof m.queue);
+    m.scheduled = q.scheduled;
     m.has_oldest_pending = q.has_oldest;
     m.oldest_pending_age_ms = q.has_oldest && now > q.oldest_pending ? now - q.oldest_pending : 0;
     counters_read(&cn);
