@@ -78,10 +78,10 @@ struct store_enqueue {
                                   * endpoint and key is delivered or dead */
     int claim;                   /* stored in_flight, claimed now: the dispatcher
                                   * hands it to delivery straight away */
-    int64_t due_at;              /* a delayed row (never claimed): its first
-                                  * next_attempt_at; 0: now */
     int64_t id;                  /* out */
     int duplicate;               /* out: (endpoint, event_id) existed; nothing stored */
+    int64_t due_at;              /* a delayed row (never claimed): its first
+                                  * next_attempt_at; 0: now */
 };
 
 /* A row claimed for delivery: now in_flight. */
