@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "epdef.h"
 #include "filter.h"
 
 static const char *P = "{\"status\": \"approved\", \"amount\": 12.50, \"goal\": \"sale\", \"n\": 7,"
@@ -158,6 +159,30 @@ static void test_refused_with_position(void **state)
     assert_non_null(strstr(err, "too long"));
 }
 
+static void test_event_type_patterns(void **state)
+{
+    struct ep_def d;
+    char err[200];
+
+    (void)state;
+    ep_def_init(&d);
+    assert_int_equal(ep_def_set(&d, "event_types", "order.*, *.refunded, user.created, a*b*c", err, sizeof err), 0);
+    assert_true(ep_def_wants(&d, "order.created"));
+    assert_true(ep_def_wants(&d, "order.paid.v2"));     /* '*' crosses dots */
+    assert_false(ep_def_wants(&d, "order"));
+    assert_false(ep_def_wants(&d, "orders.created"));
+    assert_true(ep_def_wants(&d, "payment.refunded"));
+    assert_false(ep_def_wants(&d, "payment.refunded.late"));
+    assert_true(ep_def_wants(&d, "user.created"));
+    assert_false(ep_def_wants(&d, "user.created2"));
+    assert_true(ep_def_wants(&d, "abc"));
+    assert_true(ep_def_wants(&d, "axxbyyc"));
+    assert_false(ep_def_wants(&d, "axxbyycd"));
+    assert_int_equal(ep_def_set(&d, "event_types", "*", err, sizeof err), 0);
+    assert_true(ep_def_wants(&d, "anything.at.all"));
+    ep_def_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -166,6 +191,7 @@ int main(void)
         cmocka_unit_test(test_boolean_structure),
         cmocka_unit_test(test_payloads_that_are_not_objects),
         cmocka_unit_test(test_refused_with_position),
+        cmocka_unit_test(test_event_type_patterns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
