@@ -7,11 +7,9 @@ export and import. Runs on either backend (HOOKD_TEST_BACKEND)."""
 import json
 import os
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
-import pytest
-
-from conftest import BACKEND, error_code, wait_until
+from conftest import error_code
 
 
 def stats(d):
@@ -60,7 +58,7 @@ def test_deliver_at_forms_and_bounds(hookd, receiver):
     assert r["ok"] is True and r["deliver_at"] == at + 60000, (iso, r)
     # an offset is honoured: the same instant written at +02:00
     local = datetime.fromtimestamp((at + 120000) // 1000, tz=timezone.utc).astimezone(
-        timezone(__import__("datetime").timedelta(hours=2))).isoformat()
+        timezone(timedelta(hours=2))).isoformat()
     r = d.request({"op": "enqueue", "endpoint": "a", "deliver_at": local, "payload": {}})
     assert r["ok"] is True and r["deliver_at"] == (at + 120000) // 1000 * 1000, (local, r)
     # a time already past is due now
@@ -114,7 +112,6 @@ def test_endpoint_delay_and_ordering_keeps_enqueue_order(hookd, receiver):
     assert error_code(r) == "bad_request" and "delay" in r["error"]["message"], r
 
 
-@pytest.mark.sqlite_only("hookd export reads the SQLite file directly")
 def test_export_import_keeps_the_time(hookd, receiver, tmp_path):
     rcv = receiver(200)
     d = hookd(endpoints={"a": {"url": rcv.url("/a")}})

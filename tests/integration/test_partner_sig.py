@@ -11,8 +11,6 @@ import subprocess
 import sys
 from urllib.parse import urlsplit
 
-import pytest
-
 from conftest import SECRET_A, SECRET_B, error_code, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
