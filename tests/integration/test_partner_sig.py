@@ -11,7 +11,7 @@ import subprocess
 import sys
 from urllib.parse import urlsplit
 
-from conftest import SECRET_A, SECRET_B, error_code, wait_until
+from conftest import SECRET_A, SECRET_B, error_code
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "partners"))
