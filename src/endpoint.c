@@ -245,6 +245,17 @@ char *ep_json_strings(char *const *v, size_t n)
     return s;
 }
 
+/* a tree's copies of secrets do not outlive their use in freed memory */
+static void wipe_strings(cJSON *a)
+{
+    cJSON *el;
+
+    cJSON_ArrayForEach(el, a) {
+        if (cJSON_IsString(el) && el->valuestring)
+            explicit_bzero(el->valuestring, strlen(el->valuestring));
+    }
+}
+
 char *ep_json_secrets(const struct ep_def *d)
 {
     cJSON *a = cJSON_CreateArray();
@@ -267,11 +278,7 @@ char *ep_json_secrets(const struct ep_def *d)
         buf_free(&t);
     }
     s = cJSON_PrintUnformatted(a);
-    /* the tree's copies of the secrets are wiped before they are freed */
-    {
-        cJSON *el;
-        cJSON_ArrayForEach(el, a) if (el->valuestring) explicit_bzero(el->valuestring, strlen(el->valuestring));
-    }
+    wipe_strings(a);
     cJSON_Delete(a);
     return s;
 }
@@ -331,7 +338,7 @@ static int load_strings(struct ep_def *d, const char *key, const char *json)
             break;
         }
     }
-    cJSON_ArrayForEach(el, a) if (cJSON_IsString(el)) explicit_bzero(el->valuestring, strlen(el->valuestring));
+    wipe_strings(a);
     cJSON_Delete(a);
     return rc;
 }
