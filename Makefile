@@ -41,10 +41,13 @@ LIB_SRCS := \
 	src/tplfn.c \
 	src/filter.c \
 	src/schedule.c \
+	src/urlmask.c \
 	src/tbucket.c \
+	src/clockstep.c \
 	src/limiter.c \
 	src/slotq.c \
 	src/xfer.c \
+	src/esc.c \
 	src/util.c \
 	src/log.c \
 	src/settings.c \
@@ -113,7 +116,7 @@ DEB_BUILD_DEPS := gcc make libc6-dev pkg-config libsqlite3-dev libcurl4-openssl-
 DEB_TEST_DEPS  := groff-base mandoc postgresql python3-psycopg2 libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus php-cli nodejs chromium python3-pytest-xdist
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all deps deps-build deps-test run test unit integration integration-pg asan tsan clean bench check-deps
+.PHONY: all deps deps-build deps-test run test unit integration integration-pg integration-pg-all mutants asan tsan clean bench check-deps
 .DEFAULT_GOAL := all
 
 all: $(HOOKD)
@@ -204,6 +207,17 @@ PG_SUITES := tests/integration/test_core.py tests/integration/test_delivery.py t
 integration-pg: $(HOOKD)
 	HOOKD_TEST_BACKEND=postgres HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x $(XDIST) -m 'not serial' $(PG_SUITES) $(PYTEST_ARGS)
 	HOOKD_TEST_BACKEND=postgres HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x -m serial $(PG_SUITES) $(PYTEST_ARGS)
+
+# Every integration suite with hookd on PostgreSQL; what cannot apply there
+# is skipped with its reason (the marker sqlite_only, conftest.py).
+integration-pg-all: $(HOOKD)
+	HOOKD_TEST_BACKEND=postgres HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x $(XDIST) -m 'not serial' tests/integration $(PYTEST_ARGS)
+	HOOKD_TEST_BACKEND=postgres HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x -m serial tests/integration $(PYTEST_ARGS)
+
+# The mutation check: each mutant of tests/mutants/mutants.txt applied to a
+# scratch copy (build/mutants/), built, and killed by its tests, or this fails.
+mutants: all
+	$(PYTHON) tests/mutants/run.py $(MUTANTS_ARGS)
 
 # Builds use every core (the tests themselves run one suite at a time).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)

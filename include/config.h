@@ -34,6 +34,8 @@ struct config {
     char *pg_node_name;   /* "" in the file: the host name (config_load fills it in) */
     int64_t pg_lease_ms;
     int64_t pg_poll_ms;
+    int64_t pg_prune_endpoints; /* config endpoints missing from this file are deleted
+                                 * cluster-wide (otherwise another node's are kept) */
     /* [server] */
     char *socket_path;
     char *group;

@@ -41,6 +41,12 @@ struct ep_conf {
                                * claimed ahead must not start (paused, breaker
                                * not closed, a 429 hold, replaced or deleted); the writer
                                * sets it, delivery threads read it */
+    int halt;                 /* atomic, set with hold when the snapshot may
+                               * no longer be sent at all (paused, replaced
+                               * or deleted): a job that has not started,
+                               * even one holding a host slot, goes back
+                               * untried (deliver.c checks it as the
+                               * transfer starts) */
 };
 
 /* Build a snapshot (refs = 1). NULL on bad secrets or out of memory. */

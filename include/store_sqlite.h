@@ -75,12 +75,13 @@ const char *sq_health_select(void);
 
 /* The operations, by file. */
 int sq_recover(struct store *s, int64_t now, int64_t *n);
+int sq_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows);
 int sq_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now);
 int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int ordered,
              int (*fn)(void *ctx, const struct store_claimed *row), void *ctx, int *n);
 int sq_next_due(struct store *s, int64_t endpoint_id, int ordered, int64_t *at);
 int sq_settle(struct store *s, struct store_settle *v, size_t n);
-int sq_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n);
+int sq_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n, int64_t *gone);
 int sq_purge(struct store *s, const struct store_filter *f, int64_t *n);
 int sq_expire(struct store *s, enum store_expiry what, int64_t before, int64_t limit, int64_t *n);
 

@@ -269,8 +269,16 @@ static int run_client(const struct cmd *c, int argc, char **argv)
         goto out;
     rc = CLI_EXIT_ERROR;
     if (a.seen & OB(O_JSON)) {
-        fwrite(reply.p, 1, reply.len, stdout);
+        /* still JSON, with the same strings: only what could drive or
+         * reorder a terminal is spelt as \uXXXX */
+        struct buf shown = {0};
+        if (buf_esc(&shown, reply.p, reply.len, ESC_JSON_DOC) < 0) {
+            fprintf(stderr, "hookd: out of memory\n");
+            goto out;
+        }
+        fwrite(shown.p, 1, shown.len, stdout);
         fputc('\n', stdout);
+        buf_free(&shown);
     }
     if (refused(r))
         goto out;
@@ -318,7 +326,10 @@ static int run_top(const struct cmd *c, int argc, char **argv)
 }
 
 /* Ask for the report and write the page: to FILE.tmp, then renamed, so
- * a reader of FILE never sees half a page. */
+ * a reader of FILE never sees half a page. FILE.tmp is created, never
+ * reused: in a shared directory another account's symlink or file by
+ * that name must not receive the page (O_EXCL|O_NOFOLLOW), and the page
+ * (endpoint names, error texts) is for this account only (0600). */
 static int run_report(const struct cmd *c, int argc, char **argv)
 {
     struct args a;
@@ -326,8 +337,7 @@ static int run_report(const struct cmd *c, int argc, char **argv)
     char sock[128];
     int64_t timeout = 120000, since = 24 * 3600000LL;
     cJSON *r = NULL;
-    FILE *f;
-    int ok, rc = start(c, argc, argv, &a);
+    int fd, ok, rc = start(c, argc, argv, &a);
 
     if (rc >= 0)
         return rc;
@@ -355,14 +365,22 @@ static int run_report(const struct cmd *c, int argc, char **argv)
         goto out;
     }
     buf_printf(&tmp, "%s.tmp", a.val[O_HTML]);
-    f = tmp.failed ? NULL : fopen(tmp.p, "w");
-    ok = f && fwrite(page.p, 1, page.len, f) == page.len;
-    if (f && fclose(f) != 0)
+    if (tmp.failed) {
+        fprintf(stderr, "hookd report: out of memory\n");
+        goto out;
+    }
+    fd = open(tmp.p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "hookd report: cannot create %s: %s%s\n", tmp.p, strerror(errno),
+                errno == EEXIST || errno == ELOOP ? " (left by an earlier run? remove it)" : "");
+        goto out;
+    }
+    ok = util_write_all(fd, page.p, page.len) == 0;
+    if (close(fd) != 0)
         ok = 0;
     if (!ok || rename(tmp.p, a.val[O_HTML]) != 0) {
         fprintf(stderr, "hookd report: cannot write %s: %s\n", a.val[O_HTML], strerror(errno));
-        if (tmp.p)
-            unlink(tmp.p);
+        unlink(tmp.p);
         goto out;
     }
     printf("wrote %s (%zu bytes)\n", a.val[O_HTML], page.len);

@@ -7,6 +7,7 @@
 #include "opsev.h"
 #include "settings.h"
 #include "tpl.h"
+#include "urlmask.h"
 #include "util.h"
 
 #include <errno.h>
@@ -433,7 +434,7 @@ void config_dump(const struct config *c, FILE *out)
         const struct ep_def *e = &c->endpoints[i];
         struct buf u = {0};
         /* a token typed into the query is hidden like a secret */
-        tpl_mask_query(e->url, e->rq.mask_params ? e->rq.mask_params : EP_MASK_DEFAULT, &u);
+        urlmask_url(e->url, e->rq.mask_params, &u);
         fprintf(out, "\n[endpoint.%s]\nurl = %s\n", e->name, u.p ? u.p : "(out of memory)");
         buf_free(&u);
         for (j = 0; j < e->nsecrets; j++)

@@ -2,6 +2,7 @@
  * JSON forms of a definition (endpoint.put requests, stored lists). */
 #include "endpoint.h"
 #include "filter.h"
+#include "urlmask.h"
 #include "settings.h"
 #include "util.h"
 
@@ -78,7 +79,7 @@ static int request_build(struct ep_conf *e)
         e->has_ok = 1;
     }
     if (e->url_tpl.nmacros == 0) {
-        if (tpl_mask_query(e->def.url, rq->mask_params ? rq->mask_params : EP_MASK_DEFAULT, &b) < 0)
+        if (urlmask_url(e->def.url, rq->mask_params, &b) < 0)
             return -1;
         e->shown_url = b.p;
     }
@@ -382,6 +383,7 @@ int ep_def_from_stored(struct ep_def *d, const char *name, const char *url, cons
         return -1;
     util_strlcpy(d->name, name, sizeof d->name);
     d->paused = paused;
+    d->paused_given = 1;
     if (ep_def_set(d, "url", url, err, sizeof err) < 0 || load_strings(d, "secret", secrets_json) < 0 ||
         load_strings(d, "header", headers_json) < 0 ||
         (event_types && ep_def_set(d, "event_types", event_types, err, sizeof err) < 0) ||

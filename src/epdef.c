@@ -46,6 +46,7 @@ void ep_def_free(struct ep_def *d)
     free(d->rq.signature_header);
     free(d->rq.filter);
     free(d->rq.delay);
+    free(d->rq.raw_allow);
     for (i = 0; i < d->rq.nmaps; i++) {
         free(d->rq.map_name[i]);
         free(d->rq.map_spec[i]);
@@ -53,6 +54,49 @@ void ep_def_free(struct ep_def *d)
     free(d->rq.map_name);
     free(d->rq.map_spec);
     ep_def_init(d);
+}
+
+static int opt_same(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static int strs_same(char *const *a, size_t na, char *const *b, size_t nb)
+{
+    size_t i;
+
+    if (na != nb)
+        return 0;
+    for (i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]) != 0)
+            return 0;
+    return 1;
+}
+
+static void kv_text(void *ctx, const char *key, const char *val)
+{
+    buf_printf(ctx, "%zu:%s%zu:%s", strlen(key), key, strlen(val), val);
+}
+
+int ep_def_same(const struct ep_def *a, const struct ep_def *b)
+{
+    struct buf x = {0}, y = {0};
+    int same;
+
+    if (strcmp(a->name, b->name) != 0 || !opt_same(a->url, b->url) || !opt_same(a->event_types, b->event_types) ||
+        !opt_same(a->token, b->token) || !strs_same(a->secrets, a->nsecrets, b->secrets, b->nsecrets) ||
+        !strs_same(a->headers, a->nheaders, b->headers, b->nheaders))
+        return 0;
+    /* the settings and request keys in their stored form: what differs
+     * from the defaults, in the table's order */
+    ep_settings_each(&a->s, kv_text, &x);
+    ep_request_each(a, kv_text, &x);
+    ep_settings_each(&b->s, kv_text, &y);
+    ep_request_each(b, kv_text, &y);
+    same = !x.failed && !y.failed && x.len == y.len && (x.len == 0 || memcmp(x.p, y.p, x.len) == 0);
+    buf_free(&x);
+    buf_free(&y);
+    return same;
 }
 
 /* One more slot in a pointer array of n (grown one at a time: these
@@ -81,6 +125,7 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
     memcpy(dst->name, src->name, sizeof dst->name);
     dst->s = src->s;
     dst->paused = src->paused;
+    dst->paused_given = src->paused_given;
     dst->rq.method = src->rq.method;
     dst->rq.body = src->rq.body;
     dst->rq.macro_style = src->rq.macro_style;
@@ -91,7 +136,8 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
         dup_opt(&dst->rq.mask_params, src->rq.mask_params) < 0 ||
         dup_opt(&dst->rq.ordering_key, src->rq.ordering_key) < 0 ||
         dup_opt(&dst->rq.signature_header, src->rq.signature_header) < 0 ||
-        dup_opt(&dst->rq.filter, src->rq.filter) < 0 || dup_opt(&dst->rq.delay, src->rq.delay) < 0)
+        dup_opt(&dst->rq.filter, src->rq.filter) < 0 || dup_opt(&dst->rq.delay, src->rq.delay) < 0 ||
+        dup_opt(&dst->rq.raw_allow, src->rq.raw_allow) < 0)
         goto fail;
     for (i = 0; i < src->rq.nmaps; i++) {
         if (grow_one(&dst->rq.map_name, i) < 0 || grow_one(&dst->rq.map_spec, i) < 0)
@@ -320,6 +366,8 @@ static int request_set(struct ep_request *rq, const char *key, const char *value
         filter_free(&f);
         return set_str(&rq->filter, value, FILTER_MAX, err, errlen);
     }
+    if (strcmp(key, "raw_allow") == 0)   /* checked against the url by ep_request_validate */
+        return set_str(&rq->raw_allow, value, 512, err, errlen);
     if (strncmp(key, "map.", 4) == 0) {
         struct tpl_map m;
         size_t i;
@@ -380,6 +428,8 @@ void ep_request_each(const struct ep_def *d, void (*fn)(void *ctx, const char *k
         fn(ctx, "filter", rq->filter);
     if (rq->delay)
         fn(ctx, "delay", rq->delay);
+    if (rq->raw_allow)
+        fn(ctx, "raw_allow", rq->raw_allow);
     for (i = 0; i < rq->nmaps; i++) {
         snprintf(key, sizeof key, "map.%s", rq->map_name[i]);
         fn(ctx, key, rq->map_spec[i]);
@@ -475,6 +525,7 @@ int ep_def_set(struct ep_def *d, const char *key, const char *value, char *err, 
             snprintf(err, errlen, "not a valid boolean (yes/no)");
             return -1;
         }
+        d->paused_given = 1;
         return 0;
     }
     if ((r = request_set(&d->rq, key, value, err, errlen)) <= 0)
@@ -503,6 +554,12 @@ static int ep_request_validate(const struct ep_def *d, char *err, size_t errlen)
     if (rc == 0 && tpl_keyed(&t) && !d->token) {
         snprintf(why, sizeof why, "an hmac_ macro is keyed by the endpoint's token: set token");
         rc = -1;
+    }
+    if (rc == 0 && tpl_raw_allow_check(&t, rq->raw_allow, why, sizeof why) < 0) {
+        tpl_free(&t);
+        buf_free(&sk);
+        snprintf(err, errlen, "raw_allow: %s", why);
+        return -1;
     }
     tpl_free(&t);
     buf_free(&sk);

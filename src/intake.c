@@ -36,7 +36,7 @@ static int64_t ordering_key(struct rows *rw, const struct ep_conf *c, const stru
     v.endpoint = c->def.name;
     v.missing_fail = 1;
     r = tpl_expand(&c->order_tpl, &v, &k, NULL, why, sizeof why);
-    if (r == TPL_MISSING || r == TPL_BAD_VALUE || (r == TPL_OK && k.len == 0)) {
+    if (r == TPL_MISSING || r == TPL_BAD_VALUE || r == TPL_UNSAFE || (r == TPL_OK && k.len == 0)) {
         off = 0;
     } else if (r == TPL_OK) {
         off = (int64_t)rw->keys.len + 1;

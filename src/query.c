@@ -9,6 +9,7 @@
 #include "epdef.h"
 #include "metrics.h"
 #include "tpl.h"
+#include "urlmask.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -188,7 +189,7 @@ static void put_latency(struct buf *b, const struct store_health *h)
     buf_json_str(b, breaker_state_name((enum breaker_state)h->state));
 }
 
-/* A token typed into the URL's query is masked as in attempt logs. */
+/* Credentials in the URL are masked as in attempt logs (urlmask.h). */
 static void put_shown_url(struct buf *b, const struct store_endpoint_info *e)
 {
     struct buf shown = {0};
@@ -197,7 +198,7 @@ static void put_shown_url(struct buf *b, const struct store_endpoint_info *e)
 
     if (e->settings && strstr(e->settings, "\"mask_params\"") && (s = cJSON_Parse(e->settings)))
         mp = cJSON_GetObjectItemCaseSensitive(s, "mask_params");
-    if (e->url && tpl_mask_query(e->url, cJSON_IsString(mp) ? mp->valuestring : EP_MASK_DEFAULT, &shown) == 0)
+    if (e->url && urlmask_url(e->url, cJSON_IsString(mp) ? mp->valuestring : NULL, &shown) == 0)
         put_str(b, shown.p);
     else
         put_str(b, NULL);

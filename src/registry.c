@@ -1,5 +1,6 @@
 /* registry.c - the live endpoint table. */
 #include "registry.h"
+#include "clockstep.h"
 #include "log.h"
 #include "util.h"
 
@@ -166,10 +167,14 @@ void registry_set_nodes(struct registry *r, int n)
 
 struct endpoint *registry_install(struct registry *r, int64_t id, const struct ep_def *def, int from_config)
 {
-    struct ep_conf *conf = ep_conf_new(id, def, &r->c->dflt), *old;
     struct endpoint *e = registry_by_id(r, id);
+    struct ep_conf *conf, *old;
 
-    if (!conf)
+    /* the same definition again (a reload, another node's change to
+     * another endpoint): the snapshot stays, and the jobs holding it go on */
+    if (e && ep_def_same(&e->conf->def, def))
+        goto same;
+    if (!(conf = ep_conf_new(id, def, &r->c->dflt)))
         return NULL;
     if (!e) {
         if (r->n == r->cap) {
@@ -211,8 +216,10 @@ struct endpoint *registry_install(struct registry *r, int64_t id, const struct e
         /* jobs claimed ahead with the old settings go back, to be claimed
          * again with the new ones */
         __atomic_store_n(&old->hold, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&old->halt, 1, __ATOMIC_RELAXED);   /* not even those waiting for a host slot */
         ep_conf_unref(old);
     }
+same:
     e->from_config = from_config;
     e->is_ops = r->c->ops_endpoint && strcmp(def->name, r->c->ops_endpoint) == 0;
     e->next_due = 0;  /* re-examine the queue with the new settings */
@@ -227,13 +234,17 @@ void registry_sync_hold(struct endpoint *e)
 {
     __atomic_store_n(&e->conf->hold, e->paused || e->br.state != BREAKER_CLOSED || e->hold_until != 0,
                      __ATOMIC_RELAXED);
+    __atomic_store_n(&e->conf->halt, e->paused, __ATOMIC_RELAXED);
 }
 
 void registry_remove(struct registry *r, struct endpoint *e)
 {
     struct endpoint *last = r->v[r->n - 1];
 
-    __atomic_store_n(&e->conf->hold, 1, __ATOMIC_RELAXED);   /* deleted: its jobs ahead go back */
+    /* deleted: its jobs that have not started go back (their rows are
+     * dead letters now, which their results leave as they are) */
+    __atomic_store_n(&e->conf->hold, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->conf->halt, 1, __ATOMIC_RELAXED);
     unlink_chains(r, e);
     last->slot = e->slot;
     r->v[e->slot] = last;
@@ -267,6 +278,7 @@ void registry_load_health(struct registry *r, const struct store_health *h)
         return;
     apply_health(r, e, h);
     e->br.probe_in_flight = 0;  /* a probe cut short by a restart proves nothing */
+    limiter_restore(&e->lim, h->concurrency_limit > INT32_MAX ? INT32_MAX : (int)h->concurrency_limit);
     e->p95_ms = h->has_latency ? h->p95_ms : 0;
     e->samples = h->sample_count;
 }
@@ -672,4 +684,24 @@ void registry_log_success(struct registry *r, struct endpoint *e, int64_t now)
         return;
     log_info("endpoint_delivering", "endpoint=%s note=\"delivered again after a logged failure\"",
              e->conf->def.name);
+}
+
+/* ---- wall-clock steps ---- */
+
+void registry_clock_step(struct registry *r, int64_t step_ms)
+{
+    size_t i;
+
+    /* outside a round: nothing to undo */
+    for (i = 0; i < r->n; i++) {
+        struct endpoint *e = r->v[i];
+        e->next_due = clockstep_shift(e->next_due, step_ms);
+        e->hold_until = clockstep_shift(e->hold_until, step_ms);
+        e->br.opened_at = clockstep_shift(e->br.opened_at, step_ms);
+        e->br.failing_since = clockstep_shift(e->br.failing_since, step_ms);
+        e->health_saved_at = clockstep_shift(e->health_saved_at, step_ms);
+        e->lim.cut_at = clockstep_shift(e->lim.cut_at, step_ms);
+        e->flap.sent_at = clockstep_shift(e->flap.sent_at, step_ms);
+    }
+    r->tlog.start = clockstep_shift(r->tlog.start, step_ms);
 }

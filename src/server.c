@@ -508,8 +508,8 @@ static void reload_config(const char *path)
         config_free(&nc);
         return;
     }
-    log_info("reload", "file=%s endpoints=%zu note=\"endpoints reloaded; other settings apply at restart\"", path,
-             nc.n_endpoints);
+    log_info("reload", "file=%s endpoints=%zu note=\"endpoints (and [postgres] prune_endpoints) reloaded; other "
+             "settings apply at restart\"", path, nc.n_endpoints);
     log_set_level((enum log_level)S.c->log_level);
     writer_reload(S.w, &nc);
     config_free(&nc);

@@ -51,6 +51,7 @@ static const struct cfg_def cfg_table[] = {
     {"postgres", "node_name", T_STR, C(pg_node_name), 0, 0, "", "this node's name among the nodes sharing the database (empty: the host name)", NULL},
     {"postgres", "lease", T_DUR, C(pg_lease_ms), 2000, HOUR, "30s", "a node silent this long is dead: the others take over its rows in flight", NULL},
     {"postgres", "poll_interval", T_DUR, C(pg_poll_ms), 100, 60000, "2s", "look for other nodes' work this often even without a notification", NULL},
+    {"postgres", "prune_endpoints", T_BOOL, C(pg_prune_endpoints), 0, 1, "no", "delete config endpoints missing from this file for the whole cluster, dead-lettering their queues (no: keep them)", NULL},
 
     {"server", "socket", T_STR, C(socket_path), 0, 0, "./var/run/hookd.sock", "control socket; its directory is created 0750", NULL},
     {"server", "group", T_STR, C(group), 0, 0, "", "group owning socket and directory (empty: hookd's)", NULL},

@@ -156,7 +156,7 @@ static int endpoint_effects(struct registry *r, struct store *st, struct endpoin
         e->next_due = row->s.next_attempt_at;
     if (e->conf->order_tpl.nmacros && row->s.verdict != SETTLE_RETRY)
         e->next_due = 0;   /* the next row of its key may go now */
-    if (j->errc == ERRC_TEMPLATE || j->errc == ERRC_TEMPLATE_MISSING) {
+    if (j->errc == ERRC_TEMPLATE || j->errc == ERRC_TEMPLATE_MISSING || j->errc == ERRC_TEMPLATE_UNSAFE) {
         /* the message could not be built: nothing was sent, and it says
          * nothing about the endpoint (its probe was not sent either) */
         if (j->probe) {
@@ -219,7 +219,7 @@ int settle_results(struct registry *r, struct store *st, struct djob *list, int6
     for (j = list; j; j = j->next) {
         struct endpoint *e = registry_by_id(r, j->ep->id);
         if (!e || !j->attempted || j->errc == ERRC_BLOCKED || j->errc == ERRC_TEMPLATE ||
-            j->errc == ERRC_TEMPLATE_MISSING)   /* never sent: says nothing of load */
+            j->errc == ERRC_TEMPLATE_MISSING || j->errc == ERRC_TEMPLATE_UNSAFE)   /* never sent: says nothing of load */
             continue;
         registry_touch(r, e);
         limiter_record(&e->lim, limiter_signal_of(j->http_status, j->errc), j->response_ms, registry_requests(e),

@@ -128,12 +128,16 @@ const char *const sq_sql[SQ__COUNT] = {
     [SQ_EP_FIND] = "SELECT id FROM endpoints WHERE name = ?1",
     [SQ_EP_PUT] =
         "INSERT INTO endpoints (name, url, secrets, headers, event_types, settings, "
-        "source, paused, created_at, updated_at) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) "
+        "source, paused, pause_reason, created_at, updated_at) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, CASE WHEN ?8 <> 0 THEN ?11 END, ?9, ?9) "
         "ON CONFLICT (name) DO UPDATE SET url = excluded.url, "
         "secrets = excluded.secrets, headers = excluded.headers, "
         "event_types = excluded.event_types, settings = excluded.settings, "
-        "source = excluded.source, updated_at = excluded.updated_at "
+        "source = excluded.source, updated_at = excluded.updated_at, "
+        /* an existing endpoint's paused flag changes only when said (?10) */
+        "paused = CASE WHEN ?10 <> 0 THEN excluded.paused ELSE endpoints.paused END, "
+        "pause_reason = CASE WHEN ?10 = 0 OR excluded.paused = endpoints.paused THEN endpoints.pause_reason "
+        "ELSE excluded.pause_reason END "
         "RETURNING id",
     [SQ_EP_PAUSE] = "UPDATE endpoints SET paused = ?2, updated_at = ?3, pause_reason = ?4 WHERE id = ?1",
     [SQ_EP_DEAD] =

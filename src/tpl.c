@@ -1,4 +1,4 @@
-/* tpl.c - postback templates: parsing, expansion, mappings, masking. */
+/* tpl.c - postback templates: parsing, expansion, mappings. */
 #include "tpl.h"
 #include "jpath.h"
 #include "tplfn.h"
@@ -388,6 +388,46 @@ static int fn_secret(const struct tpl *t, const struct tpl_seg *g, const struct 
     return 0;
 }
 
+/* A raw value in a URL stays a value: no separator, escape or dot
+ * segment of its own unless the endpoint allows it for this macro. */
+static int raw_syntax(const char *s, const struct tpl_seg *g, const char *name, const char *allow, char *why,
+                      size_t whylen)
+{
+    size_t k = strcspn(s, TPL_RAW_SYNTAX);
+    const char *dots = strstr(s, "..");
+
+    if ((!s[k] && !dots) || util_word_listed(allow, name, g->name_len))
+        return TPL_OK;
+    if (s[k])
+        snprintf(why, whylen, "the value of macro '%.*s|raw' holds '%c', which would change the URL's shape "
+                 "(raw_allow = %.*s permits it)", (int)g->name_len, name, s[k], (int)g->name_len, name);
+    else
+        snprintf(why, whylen, "the value of macro '%.*s|raw' holds '..', which would change the URL's shape "
+                 "(raw_allow = %.*s permits it)", (int)g->name_len, name, (int)g->name_len, name);
+    return TPL_UNSAFE;
+}
+
+int tpl_raw_allow_check(const struct tpl *t, const char *list, char *err, size_t errlen)
+{
+    const char *p = list;
+
+    while (p && *p) {
+        size_t len, i;
+        int found = 0;
+        p += strspn(p, ", \t");
+        len = strcspn(p, ", \t");
+        for (i = 0; len && i < t->nseg && !found; i++)
+            found = t->seg[i].raw && t->seg[i].name_len == len && memcmp(t->src + t->seg[i].name_off, p, len) == 0;
+        if (len && !found) {
+            snprintf(err, errlen, "'%.*s' is not a {%.*s|raw} macro of the url", (int)(len > 64 ? 64 : len), p,
+                     (int)(len > 64 ? 64 : len), p);
+            return -1;
+        }
+        p += len;
+    }
+    return 0;
+}
+
 /* A function macro's value: the digest of its arguments' values as they
  * would be expanded (maps applied, before encoding), as lowercase hex.
  * 0, -1 out of memory, -2 a bad value, -3 a missing one with on_missing
@@ -446,6 +486,18 @@ out:
     return rc;
 }
 
+/* A masked value as it was sent, for masking it again in the URL curl
+ * reports (postback_effective_shown). */
+static int hidden_add(struct buf *h, const char *s, int encode)
+{
+    if (encode)
+        tpl_pct_encode(h, s, strlen(s));
+    else
+        buf_puts(h, s);
+    buf_append(h, "", 1);
+    return h->failed ? -1 : 0;
+}
+
 int tpl_expand(const struct tpl *t, const struct tpl_vars *v, struct buf *out, struct buf *shown, char *why,
                size_t whylen)
 {
@@ -498,6 +550,10 @@ int tpl_expand(const struct tpl *t, const struct tpl_vars *v, struct buf *out, s
                     rc = TPL_BAD_VALUE;
                     goto out;
                 }
+            if (v->encode && raw_syntax(s, g, name, v->raw_allow, why, whylen) != TPL_OK) {
+                rc = TPL_UNSAFE;
+                goto out;
+            }
             buf_puts(out, s);
         } else if (v->encode) {
             tpl_pct_encode(out, s, strlen(s));
@@ -505,8 +561,11 @@ int tpl_expand(const struct tpl *t, const struct tpl_vars *v, struct buf *out, s
             buf_puts(out, s);
         }
         if (shown) {
-            if (g->source == TPL_SECRET || (g->source == TPL_TOKEN && v->token) || (g->fn && fn_secret(t, g, v)))
+            if (g->source == TPL_SECRET || (g->source == TPL_TOKEN && v->token) || (g->fn && fn_secret(t, g, v))) {
                 buf_puts(shown, TPL_MASK);
+                if (v->hidden && hidden_add(v->hidden, s, !g->raw && v->encode) < 0)
+                    goto out;
+            }
             else if (g->raw || !v->encode)
                 buf_puts(shown, s);
             else
@@ -561,48 +620,4 @@ int tpl_form(const struct tpl_vars *v, struct buf *out, char *why, size_t whylen
         return TPL_BAD_VALUE;
     }
     return out->failed || r < 0 ? -1 : TPL_OK;
-}
-
-/* ---- masking ---- */
-
-static int listed(const char *list, const char *name, size_t n)
-{
-    const char *p = list;
-
-    while (*p) {
-        size_t len;
-        p += strspn(p, ", \t");
-        len = strcspn(p, ", \t");
-        if (len && len == n && strncasecmp(p, name, n) == 0)
-            return 1;
-        p += len;
-    }
-    return 0;
-}
-
-int tpl_mask_query(const char *url, const char *list, struct buf *out)
-{
-    const char *q = strchr(url, '?'), *p;
-
-    buf_append(out, "", 0);
-    if (!q || !list) {
-        buf_puts(out, url);
-        return out->failed ? -1 : 0;
-    }
-    buf_append(out, url, (size_t)(q - url) + 1);
-    for (p = q + 1; *p;) {
-        size_t len = strcspn(p, "&"), nlen = strcspn(p, "=&");
-        if (nlen < len && listed(list, p, nlen)) {
-            buf_append(out, p, nlen + 1);
-            buf_puts(out, TPL_MASK);
-        } else {
-            buf_append(out, p, len);
-        }
-        p += len;
-        if (*p == '&') {
-            buf_puts(out, "&");
-            p++;
-        }
-    }
-    return out->failed ? -1 : 0;
 }

@@ -262,6 +262,23 @@ int xfer_prepare(struct xfer *x, struct djob *j)
     return 0;
 }
 
+/* The attempt log holds the URL curl requested, which is not always the
+ * one handed to it (curl removes "/../" segments). */
+static void record_effective_url(struct xfer *x, struct djob *j)
+{
+    const char *eff = NULL;
+    char *shown;
+
+    if (curl_easy_getinfo(x->easy, CURLINFO_EFFECTIVE_URL, &eff) != CURLE_OK)
+        return;
+    shown = postback_effective_shown(j->ep, j->ep->plain ? NULL : &x->rq.hidden,
+                                     j->ep->plain ? j->ep->def.url : x->rq.url.p, eff);
+    if (shown) {
+        free(j->sent_url);
+        j->sent_url = shown;
+    }
+}
+
 void xfer_result(struct xfer *x, CURLcode rc)
 {
     struct djob *j = x->job;
@@ -271,6 +288,7 @@ void xfer_result(struct xfer *x, CURLcode rc)
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME_T, &total_us);
     curl_easy_getinfo(x->easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+    record_effective_url(x, j);
     j->attempted = 1;
     j->response_ms = (int64_t)(total_us / 1000);
     /* a latency sample only when the request reached the endpoint: a 0 ms

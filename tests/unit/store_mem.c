@@ -307,6 +307,39 @@ static int m_recover(struct store *s, int64_t now, int64_t *n)
             st->msg[i].next_attempt_at = now;
             (*n)++;
         }
+    for (i = 0; i < st->nmsg; i++) {
+        struct mem_msg *m = &st->msg[i];
+        if (!waiting(m) || ep_by_id(st, m->endpoint_id))
+            continue;
+        m->status = MSG_DEAD_LETTER;   /* waiting for a deleted endpoint */
+        m->next_attempt_at = now;
+        set_str(&m->last_error, "endpoint deleted");
+        set_str(&m->last_error_class, "endpoint_deleted");
+    }
+    return 0;
+}
+
+static int m_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows)
+{
+    struct mem_state *st = ST(s);
+    size_t i;
+
+    (void)mine_only;   /* one process */
+    if (writer_only(s, "clock_step"))
+        return -1;
+    *rows = 0;
+    for (i = 0; i < st->nmsg; i++)
+        if (waiting(&st->msg[i]) || st->msg[i].status == MSG_IN_FLIGHT) {
+            st->msg[i].next_attempt_at += step_ms;
+            st->msg[i].created_at += step_ms;
+            (*rows)++;
+        }
+    for (i = 0; i < st->nhl; i++) {
+        if (st->hl[i].h.opened_at > 0)
+            st->hl[i].h.opened_at += step_ms;
+        if (st->hl[i].h.failing_since > 0)
+            st->hl[i].h.failing_since += step_ms;
+    }
     return 0;
 }
 
@@ -621,7 +654,7 @@ static int in_filter(const struct mem_msg *m, const struct store_filter *f, unsi
            (!f->endpoint_id || m->endpoint_id == f->endpoint_id) && m->created_at >= f->since;
 }
 
-static int m_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n)
+static int m_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n, int64_t *gone)
 {
     struct mem_state *st = ST(s);
     /* never pending or in_flight rows */
@@ -630,11 +663,15 @@ static int m_requeue(struct store *s, const struct store_filter *f, int64_t now,
 
     if (writer_only(s, "requeue"))
         return -1;
-    *n = 0;
+    *n = *gone = 0;
     for (i = 0; i < st->nmsg; i++) {
         struct mem_msg *m = &st->msg[i];
         if (!in_filter(m, f, ok))
             continue;
+        if (!ep_by_id(st, m->endpoint_id)) {
+            (*gone)++;
+            continue;
+        }
         m->status = MSG_PENDING;
         m->attempt_count = 0;
         m->next_attempt_at = now;
@@ -747,7 +784,12 @@ static int m_endpoint_put(struct store *s, const struct ep_def *d, int from_conf
         e->id = ++st->next_ep_id;
         paused = d->paused;
     } else {
-        paused = e->def.paused;   /* a put never changes paused */
+        /* paused changes only when the definition says it */
+        paused = d->paused_given ? d->paused : e->def.paused;
+        if (d->paused_given && d->paused != e->def.paused) {
+            free(e->pause_reason);
+            e->pause_reason = d->paused ? strdup(from_config ? "config" : "operator") : NULL;
+        }
         ep_def_free(&e->def);
     }
     if (ep_def_copy(&e->def, d) < 0)
@@ -1378,6 +1420,7 @@ static const struct store_ops mem_ops = {
     .health_save = m_health_save,
     .rollup_save = m_rollup_save,
     .latency_ring_size = m_latency_ring_size,
+    .clock_step = m_clock_step,
     .checkpoint = m_checkpoint,
     .backup = m_backup,
     .snapshot_begin = m_snapshot_begin,

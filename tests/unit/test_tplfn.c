@@ -213,6 +213,46 @@ static void test_endpoint_token(void **state)
     ep_def_free(&d);
 }
 
+/* The URL curl reports (dot segments removed) is masked like the shown
+ * one: the token and the digests of it under names urlmask does not know. */
+static void test_effective_url_masked(void **state)
+{
+    struct ep_def d;
+    char err[200], *shown;
+    struct ep_conf *e;
+    struct postback_msg m = {0};
+    struct postback_req rq = {0};
+    enum errclass c;
+    struct ep_settings dflt;
+
+    (void)state;
+    memset(&dflt, 0, sizeof dflt);
+    ep_def_init(&d);
+    util_strlcpy(d.name, "aff", sizeof d.name);
+    assert_int_equal(ep_def_set(&d, "url", "https://n.example/pb?c={click_id}&v={token}&h={md5:click_id,token}"
+                                "&k={hmac_sha1:click_id}", err, sizeof err), 0);
+    assert_int_equal(ep_def_set(&d, "method", "GET", err, sizeof err), 0);
+    assert_int_equal(ep_def_set(&d, "token", TOKEN, err, sizeof err), 0);
+    assert_int_equal(ep_def_validate(&d, err, sizeof err), 0);
+    e = ep_conf_new(1, &d, &dflt);
+    assert_non_null(e);
+    m.event_id = "evt_1";
+    m.payload = PAYLOAD;
+    m.payload_len = strlen(PAYLOAD);
+    m.attempt = 1;
+    assert_int_equal(postback_build(e, &m, &rq, &c, err, sizeof err), 0);
+    assert_non_null(strstr(rq.send_url, "v=tok%20en%21&h=2ee510b0e0fbf19d4335dc515f734c18&k="));
+    assert_string_equal(rq.shown.p, "https://n.example/pb?c=c_42&v=***&h=***&k=***");
+    /* as if curl had requested the URL sent for another one */
+    shown = postback_effective_shown(e, &rq.hidden, "https://n.example/x/../pb", rq.send_url);
+    assert_non_null(shown);
+    assert_string_equal(shown, "https://n.example/pb?c=c_42&v=***&h=***&k=***");
+    free(shown);
+    postback_req_free(&rq);
+    ep_conf_unref(e);
+    ep_def_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -221,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_token_macro),
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_endpoint_token),
+        cmocka_unit_test(test_effective_url_masked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
