@@ -217,7 +217,7 @@ static void test_endpoint_token(void **state)
  * one: the token and the digests of it under names urlmask does not know. */
 static void test_effective_url_masked(void **state)
 {
-    struct ep_def d;
+    struct ep_def d, other;
     char err[200], *shown;
     struct ep_conf *e;
     struct postback_msg m = {0};
@@ -234,6 +234,13 @@ static void test_effective_url_masked(void **state)
     assert_int_equal(ep_def_set(&d, "method", "GET", err, sizeof err), 0);
     assert_int_equal(ep_def_set(&d, "token", TOKEN, err, sizeof err), 0);
     assert_int_equal(ep_def_validate(&d, err, sizeof err), 0);
+    /* a new token is a new definition: jobs claimed under the old one
+     * go back (ep_def_same) */
+    assert_int_equal(ep_def_copy(&other, &d), 0);
+    assert_true(ep_def_same(&d, &other));
+    assert_int_equal(ep_def_set(&other, "token", "another", err, sizeof err), 0);
+    assert_false(ep_def_same(&d, &other));
+    ep_def_free(&other);
     e = ep_conf_new(1, &d, &dflt);
     assert_non_null(e);
     m.event_id = "evt_1";
