@@ -38,6 +38,9 @@ LIB_SRCS := \
 	src/netpolicy.c \
 	src/jpath.c \
 	src/tpl.c \
+	src/tplfn.c \
+	src/filter.c \
+	src/schedule.c \
 	src/urlmask.c \
 	src/tbucket.c \
 	src/clockstep.c \

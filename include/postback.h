@@ -19,6 +19,9 @@ struct postback_req {
     struct buf url;      /* as sent */
     struct buf shown;    /* as logged: {secret} and mask_params values masked */
     struct buf body;     /* form bodies */
+    struct buf hidden;   /* the values shown masked ({secret}, {token},
+                          * digests of them, hmac_*) as sent, each ended
+                          * by a NUL: masked again in the URL curl reports */
     /* what to send, once built: the URL, and the body (the payload itself
      * for json, the form, or empty) */
     const char *send_url, *send_body;
@@ -45,8 +48,9 @@ void postback_req_free(struct postback_req *rq);
  * segments removed, the empty path as "/"), masked for the attempt log
  * like rq->shown: NULL when it is the URL as sent (sent: rq->url, or the
  * endpoint's url on the fast path) or out of memory, else a malloc'd
- * string. */
-char *postback_effective_shown(const struct ep_conf *e, const char *sent, const char *effective);
+ * string. hidden: rq->hidden, or NULL on the fast path. */
+char *postback_effective_shown(const struct ep_conf *e, const struct buf *hidden, const char *sent,
+                               const char *effective);
 
 /* The first POSTBACK_EXCERPT bytes of a response for the attempt log,
  * escaped as esc.h's ESC_TEXT (\n, \t, \xHH for C0 controls and bytes

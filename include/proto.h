@@ -82,6 +82,8 @@ struct proto_req {
     char *event_type;    /* enqueue */
     char *payload;       /* enqueue: the exact bytes of the "payload" value */
     size_t payload_len;
+    int64_t delay_ms;    /* enqueue: -1 none (schedule.h) */
+    int64_t deliver_at_ms; /* enqueue: epoch ms, 0 none */
     int64_t id;          /* get, requeue: message id (0 = none) */
     int64_t since_ms;    /* requeue, purge: rows created at/after; 0 = all */
     unsigned statuses;   /* requeue: PROTO_STATUS_* bits; 0 = the default */

@@ -80,6 +80,8 @@ struct store_enqueue {
                                   * hands it to delivery straight away */
     int64_t id;                  /* out */
     int duplicate;               /* out: (endpoint, event_id) existed; nothing stored */
+    int64_t due_at;              /* a delayed row (never claimed): its first
+                                  * next_attempt_at; 0: now */
 };
 
 /* A row claimed for delivery: now in_flight. */
@@ -240,7 +242,11 @@ struct store_stats {
     int has_avg;
     double avg_delivery_ms;      /* last hour */
     int has_oldest;
-    int64_t oldest_pending;      /* created_at of the oldest waiting row */
+    int64_t oldest_pending;      /* since when the oldest due waiting row
+                                  * waits (created_at, or a delayed row's
+                                  * due time); scheduled rows do not count */
+    int64_t scheduled;           /* pending rows delayed past now: not in
+                                  * n[MSG_PENDING] */
 };
 
 struct store_message {

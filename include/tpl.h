@@ -25,7 +25,8 @@
 
 enum tpl_style { TPL_BRACES = 0, TPL_HASHES, TPL_BRACKETS };
 enum tpl_kind { TPL_URL = 0, TPL_TEXT };
-enum tpl_source { TPL_FIELD = 0, TPL_EVENT_ID, TPL_EVENT_TYPE, TPL_ENDPOINT, TPL_ATTEMPT, TPL_TIMESTAMP, TPL_SECRET };
+enum tpl_source { TPL_FIELD = 0, TPL_EVENT_ID, TPL_EVENT_TYPE, TPL_ENDPOINT, TPL_ATTEMPT, TPL_TIMESTAMP, TPL_SECRET,
+                  TPL_TOKEN };
 
 /* Literal text, then (name_len > 0) one macro; offsets into src. */
 struct tpl_seg {
@@ -33,6 +34,8 @@ struct tpl_seg {
     size_t name_off, name_len;
     enum tpl_source source;
     int raw;
+    int fn;            /* enum tplfn_kind: a function macro, {md5:a,b};
+                        * name_off/name_len are then its argument list */
 };
 
 struct tpl {
@@ -48,6 +51,8 @@ const char *tpl_style_name(enum tpl_style st);
 /* Parse s; -1 with err naming the 1-based position of the fault. */
 int tpl_parse(struct tpl *t, const char *s, enum tpl_style st, enum tpl_kind kind, char *err, size_t errlen);
 void tpl_free(struct tpl *t);
+/* Does t hold a function keyed by the endpoint's token (hmac_*)? */
+int tpl_keyed(const struct tpl *t);
 /* The template with every macro replaced by fill (to validate its shape). */
 int tpl_skeleton(const struct tpl *t, const char *fill, struct buf *out);
 
@@ -68,6 +73,8 @@ struct tpl_vars {
     size_t payload_len;
     const char *event_id, *event_type, *endpoint;
     const char *secret;          /* NULL: the endpoint has none */
+    const char *token;           /* the endpoint's token; NULL: none, and
+                                  * {token} is the payload field of that name */
     int attempt;
     int64_t timestamp;           /* Unix seconds of the attempt */
     const struct tpl_map *maps;
@@ -76,6 +83,8 @@ struct tpl_vars {
     int encode;                  /* percent-encode values (URLs, form bodies) */
     const char *raw_allow;       /* macros whose raw value may hold URL syntax
                                   * (comma or blank separated); NULL: none */
+    struct buf *hidden;          /* not NULL: each value shown as TPL_MASK is
+                                  * appended as it went into out, with a NUL */
 };
 
 enum { TPL_OK = 0, TPL_MISSING = 1, TPL_BAD_VALUE = 2, TPL_UNSAFE = 3 };

@@ -516,9 +516,10 @@ static const struct cmd commands[] = {
            cli_show_ping),
     CLIENT("send", 0,
            "send (--endpoint NAME [--type TYPE] | --type TYPE) [--event-id ID]\n"
-           "                  (--data JSON | --file FILE | payload on stdin)",
+           "                  [--delay DURATION | --deliver-at TIME] (--data JSON | --file FILE | payload on stdin)",
            "Queue one event: for one endpoint, or with only --type for every subscriber.",
-           "enqueue", OB(O_ENDPOINT) | OB(O_TYPE) | OB(O_EVENT_ID) | OB(O_DATA) | OB(O_FILE), 0, 0,
+           "enqueue", OB(O_ENDPOINT) | OB(O_TYPE) | OB(O_EVENT_ID) | OB(O_DATA) | OB(O_FILE) | OB(O_DELAY) |
+           OB(O_DELIVER_AT), 0, 0,
            cli_build_send, cli_show_send),
     CLIENT("get", 0, "get ID", "Show one message and its delivery attempts.", "get", 0, 1, 1,
            cli_build_get, cli_show_get),

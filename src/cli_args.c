@@ -25,6 +25,8 @@ static const struct optdef {
     [O_TYPE] = {"type", 't', 1},
     [O_EVENT_ID] = {"event-id", 0, 1},
     [O_DATA] = {"data", 'd', 1},
+    [O_DELAY] = {"delay", 0, 1},
+    [O_DELIVER_AT] = {"deliver-at", 0, 1},
     [O_FILE] = {"file", 'f', 1},
     [O_URL] = {"url", 0, 1},
     [O_SECRET] = {"secret", 0, 1},
@@ -338,8 +340,18 @@ int cli_build_send(const struct args *a, cJSON *req, struct buf *payload, char *
     }
     if ((a->val[O_ENDPOINT] && add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0) ||
         (a->val[O_TYPE] && add_str(req, "event_type", a->val[O_TYPE], err, errlen) < 0) ||
-        (a->val[O_EVENT_ID] && add_str(req, "event_id", a->val[O_EVENT_ID], err, errlen) < 0))
+        (a->val[O_EVENT_ID] && add_str(req, "event_id", a->val[O_EVENT_ID], err, errlen) < 0) ||
+        (a->val[O_DELAY] && add_str(req, "delay", a->val[O_DELAY], err, errlen) < 0))
         return -1;
+    if (a->val[O_DELIVER_AT]) {
+        /* epoch ms as a number, anything else (RFC 3339) as text: the
+         * daemon judges either */
+        int64_t ms;
+        if (util_parse_int(a->val[O_DELIVER_AT], &ms) == 0 ? add_num(req, "deliver_at", ms, err, errlen) < 0
+                                                           : add_str(req, "deliver_at", a->val[O_DELIVER_AT], err,
+                                                                     errlen) < 0)
+            return -1;
+    }
     return load_payload(a, payload, err, errlen);
 }
 

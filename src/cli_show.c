@@ -250,12 +250,22 @@ void cli_show_send(const cJSON *r, const struct args *a)
     char id[32], ev[256], ep[128];
 
     cli_fmt_val(cli_jget(r, "event_id"), ev, sizeof ev);
-    if (!cJSON_IsArray(dl)) {
-        cli_fmt_val(cli_jget(r, "id"), id, sizeof id);
-        printf("%s id=%s event_id=%s\n", cJSON_IsTrue(cli_jget(r, "duplicate")) ? "duplicate" : "queued",
-               id, ev);
+    if (cJSON_IsTrue(cli_jget(r, "filtered"))) {
+        printf("filtered event_id=%s (the endpoint's filter keeps it out; nothing stored)\n", ev);
         return;
     }
+    if (!cJSON_IsArray(dl)) {
+        cli_fmt_val(cli_jget(r, "id"), id, sizeof id);
+        printf("%s id=%s event_id=%s", cJSON_IsTrue(cli_jget(r, "duplicate")) ? "duplicate" : "queued", id, ev);
+        if (cJSON_IsNumber(cli_jget(r, "deliver_at"))) {
+            fmt_time(cli_jget(r, "deliver_at"), ep, sizeof ep);
+            printf(" deliver_at=%s", ep);
+        }
+        printf("\n");
+        return;
+    }
+    if (cJSON_IsNumber(cli_jget(r, "filtered")))
+        printf("filtered %d endpoint(s) event_id=%s\n", cli_jget(r, "filtered")->valueint, ev);
     if (cJSON_GetArraySize(dl) == 0)
         printf("no deliveries event_id=%s\n", ev);
     cJSON_ArrayForEach(d, dl) {
@@ -339,7 +349,7 @@ void cli_show_attempts(const cJSON *r, const struct args *a)
 void cli_show_stats(const cJSON *r, const struct args *a)
 {
     static const char *const counts[] = {"pending", "awaiting_retry", "in_flight", "dead_letter",
-                                         "delivered_last_hour", "failed_last_hour"};
+                                         "delivered_last_hour", "failed_last_hour", "scheduled"};
     const cJSON *s = cli_jget(r, "stats"), *age;
     char v[128], w[64];
     size_t i;

@@ -84,7 +84,8 @@ static int fail_at(struct load_ctx *x, int line, const char *section, const char
 {
     /* an indented "secret = ..." line is a continuation of the previous
      * key for inih: hide anything that looks like a secret, whatever key */
-    int secret = (key && strcmp(key, "secret") == 0) || (value && strstr(value, "whsec_")) ||
+    int secret = (key && (strcmp(key, "secret") == 0 || strcmp(key, "token") == 0)) ||
+                 (value && strstr(value, "whsec_")) ||
                  (key && strstr(key, "whsec_"));
 
     /* an indented line is a continuation whatever it says ("  secret =
@@ -438,6 +439,8 @@ void config_dump(const struct config *c, FILE *out)
         buf_free(&u);
         for (j = 0; j < e->nsecrets; j++)
             fprintf(out, "secret = whsec_(hidden)\n");
+        if (e->token)
+            fprintf(out, "token = (hidden)\n");
         for (j = 0; j < e->nheaders; j++) {
             const char *colon = strchr(e->headers[j], ':');
             /* header values often carry tokens: print names only */

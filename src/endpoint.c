@@ -1,6 +1,7 @@
 /* endpoint.c - endpoint snapshots for the delivery threads, and the
  * JSON forms of a definition (endpoint.put requests, stored lists). */
 #include "endpoint.h"
+#include "filter.h"
 #include "urlmask.h"
 #include "settings.h"
 #include "util.h"
@@ -38,6 +39,9 @@ static void request_free(struct ep_conf *e)
         tpl_map_free(&e->maps[i]);
     free(e->maps);
     free(e->shown_url);
+    if (e->filter)
+        filter_free(e->filter);
+    free(e->filter);
 }
 
 /* The parsed form of the request keys (validated before). */
@@ -53,6 +57,14 @@ static int request_build(struct ep_conf *e)
         return -1;
     if (rq->ordering_key &&
         tpl_parse(&e->order_tpl, rq->ordering_key, (enum tpl_style)rq->macro_style, TPL_TEXT, err, sizeof err) < 0)
+        return -1;
+    if (rq->filter &&
+        (!(e->filter = calloc(1, sizeof *e->filter)) || filter_parse(e->filter, rq->filter, err, sizeof err) < 0)) {
+        free(e->filter);
+        e->filter = NULL;
+        return -1;
+    }
+    if (rq->delay && util_parse_duration_ms(rq->delay, &e->delay_ms) < 0)
         return -1;
     if (rq->nmaps && !(e->maps = calloc(rq->nmaps, sizeof *e->maps)))
         return -1;
@@ -71,7 +83,7 @@ static int request_build(struct ep_conf *e)
             return -1;
         e->shown_url = b.p;
     }
-    e->plain = e->url_tpl.nmacros == 0 && rq->method == EP_POST && e->body == EP_BODY_JSON && !rq->sign_none;
+    e->plain = e->url_tpl.nmacros == 0 && rq->method == EP_POST && e->body == EP_BODY_JSON && rq->sign == EP_SIGN_STANDARD;
     return 0;
 }
 
@@ -234,6 +246,44 @@ char *ep_json_strings(char *const *v, size_t n)
     return s;
 }
 
+/* a tree's copies of secrets do not outlive their use in freed memory */
+static void wipe_strings(cJSON *a)
+{
+    cJSON *el;
+
+    cJSON_ArrayForEach(el, a) {
+        if (cJSON_IsString(el) && el->valuestring)
+            explicit_bzero(el->valuestring, strlen(el->valuestring));
+    }
+}
+
+char *ep_json_secrets(const struct ep_def *d)
+{
+    cJSON *a = cJSON_CreateArray();
+    struct buf t = {0};
+    char *s;
+    size_t i;
+
+    if (!a)
+        return NULL;
+    for (i = 0; i < d->nsecrets; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(d->secrets[i]));
+    if (d->token) {
+        if (buf_puts(&t, EP_TOKEN_TAG) < 0 || buf_puts(&t, d->token) < 0) {
+            cJSON_Delete(a);
+            buf_free(&t);
+            return NULL;
+        }
+        cJSON_AddItemToArray(a, cJSON_CreateString(t.p));
+        explicit_bzero(t.p, t.len);
+        buf_free(&t);
+    }
+    s = cJSON_PrintUnformatted(a);
+    wipe_strings(a);
+    cJSON_Delete(a);
+    return s;
+}
+
 static void add_setting(void *ctx, const char *key, const char *val)
 {
     cJSON_AddStringToObject((cJSON *)ctx, key, val);
@@ -279,11 +329,17 @@ static int load_strings(struct ep_def *d, const char *key, const char *json)
         return -1;
     }
     cJSON_ArrayForEach(el, a) {
-        if (!cJSON_IsString(el) || ep_def_set(d, key, el->valuestring, err, sizeof err) < 0) {
+        const char *k = key, *v = cJSON_IsString(el) ? el->valuestring : NULL;
+        if (v && strcmp(key, "secret") == 0 && strncmp(v, EP_TOKEN_TAG, strlen(EP_TOKEN_TAG)) == 0) {
+            k = "token";
+            v += strlen(EP_TOKEN_TAG);
+        }
+        if (!v || ep_def_set(d, k, v, err, sizeof err) < 0) {
             rc = -1;
             break;
         }
     }
+    wipe_strings(a);
     cJSON_Delete(a);
     return rc;
 }

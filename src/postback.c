@@ -13,6 +13,9 @@ void postback_req_free(struct postback_req *rq)
     buf_free(&rq->url);
     buf_free(&rq->shown);
     buf_free(&rq->body);
+    if (rq->hidden.p)
+        explicit_bzero(rq->hidden.p, rq->hidden.cap);
+    buf_free(&rq->hidden);
 }
 
 int postback_build(const struct ep_conf *e, const struct postback_msg *m, struct postback_req *rq,
@@ -26,12 +29,16 @@ int postback_build(const struct ep_conf *e, const struct postback_msg *m, struct
     buf_reset(&rq->url);
     buf_reset(&rq->shown);
     buf_reset(&rq->body);
+    if (rq->hidden.p)
+        explicit_bzero(rq->hidden.p, rq->hidden.cap);
+    buf_reset(&rq->hidden);
     v.payload = m->payload;
     v.payload_len = m->payload_len;
     v.event_id = m->event_id;
     v.event_type = m->event_type;
     v.endpoint = e->def.name;
     v.secret = e->def.nsecrets ? e->def.secrets[0] : NULL;
+    v.token = e->def.token;
     v.attempt = m->attempt;
     v.timestamp = m->ts;
     v.maps = e->maps;
@@ -39,6 +46,7 @@ int postback_build(const struct ep_conf *e, const struct postback_msg *m, struct
     v.missing_fail = def->on_missing_fail;
     v.encode = 1;
     v.raw_allow = def->raw_allow;
+    v.hidden = &rq->hidden;
     r = tpl_expand(&e->url_tpl, &v, &rq->url, &masked, why, whylen);
     if (r == TPL_OK && e->body == EP_BODY_FORM)
         r = tpl_form(&v, &rq->body, why, whylen);
@@ -99,10 +107,13 @@ static void mask_value(struct buf *out, const char *s, const char *what)
     buf_puts(out, s);
 }
 
-char *postback_effective_shown(const struct ep_conf *e, const char *sent, const char *effective)
+char *postback_effective_shown(const struct ep_conf *e, const struct buf *hidden, const char *sent,
+                               const char *effective)
 {
     const char *secret = e->def.nsecrets ? e->def.secrets[0] : NULL;
     struct buf enc = {0}, a = {0}, b = {0}, shown = {0};
+    size_t off;
+    int failed = 0;
 
     if (!effective || !sent || strcmp(sent, effective) == 0)
         return NULL;
@@ -111,11 +122,21 @@ char *postback_effective_shown(const struct ep_conf *e, const char *sent, const 
         tpl_pct_encode(&enc, secret, strlen(secret));
     mask_value(&a, effective, enc.p);
     mask_value(&b, a.p ? a.p : "", secret);
+    /* and every other value the shown form masks ({token}, digests) */
+    failed = a.failed || b.failed;
+    for (off = 0; hidden && off < hidden->len; off += strlen(hidden->p + off) + 1) {
+        buf_reset(&a);
+        mask_value(&a, b.p ? b.p : "", hidden->p + off);
+        failed |= a.failed;
+        buf_reset(&b);
+        buf_puts(&b, a.p ? a.p : "");
+        failed |= b.failed;
+    }
     urlmask_url(b.p ? b.p : "", e->def.rq.mask_params, &shown);
     buf_free(&enc);
     buf_free(&a);
     buf_free(&b);
-    if (shown.failed || enc.failed) {
+    if (shown.failed || enc.failed || failed) {
         buf_free(&shown);
         return NULL;
     }

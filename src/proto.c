@@ -1,6 +1,7 @@
 /* proto.c - request parsing and validation, reply framing. Pure. */
 #include "proto.h"
 #include "jscan.h"
+#include "schedule.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -20,7 +21,7 @@ static const struct {
     const char *fields;
 } ops[] = {
     {"ping", OP_PING, 0, ""},
-    {"enqueue", OP_ENQUEUE, 0, "endpoint event_id event_type payload"},
+    {"enqueue", OP_ENQUEUE, 0, "endpoint event_id event_type payload delay deliver_at"},
     {"get", OP_GET, 0, "id"},
     {"stats", OP_STATS, 0, ""},
     {"endpoint.list", OP_ENDPOINT_LIST, 0, ""},
@@ -333,6 +334,8 @@ static int parse_enqueue(const char *raw, size_t rawlen, const cJSON *o,
         return fail(err, PERR_BAD_REQUEST, "field 'event_id' must be printable ASCII without blanks");
     if (r->event_type && !printable_id(r->event_type))
         return fail(err, PERR_BAD_REQUEST, "field 'event_type' must be printable ASCII without blanks");
+    if (sched_members(o, &r->delay_ms, &r->deliver_at_ms, msg, sizeof msg) < 0)
+        return fail(err, PERR_BAD_REQUEST, msg);
     if (!pl)
         return fail(err, PERR_BAD_REQUEST, "enqueue needs 'payload'");
     if (!cJSON_IsObject(pl) && !cJSON_IsArray(pl))

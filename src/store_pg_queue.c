@@ -134,8 +134,10 @@ int pg_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
         pg_p_bytes(&p, e->payload, e->payload_len);
         pg_p_i64(&p, e->max_attempts);
         pg_p_i64(&p, now);
-        if (!e->claim)
+        if (!e->claim) {   /* PG_INSERT's $7 and $8 */
             pg_p_text(&p, e->ordering_key);
+            pg_p_i64(&p, e->due_at > now ? e->due_at : now);
+        }
         pg_p_i64(&p, g->node_id);
         if (pg_pipe_add(&pp, e->claim ? PG_INSERT_CLAIMED : PG_INSERT, &p) < 0)
             break;

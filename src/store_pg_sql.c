@@ -56,7 +56,7 @@ const char *const pg_sql[PG__COUNT] = {
      * the one that moves them when its clock steps (pg_clock_step) */
     [PG_INSERT] =
         "INSERT INTO hookd_queue (endpoint_id, event_id, event_type, payload, max_attempts, created_at, "
-        "next_attempt_at, ordering_key, claimed_by) VALUES ($1, $2, $3, $4, $5, " TS("$6") ", " TS("$6") ", $7, $8) "
+        "next_attempt_at, ordering_key, claimed_by) VALUES ($1, $2, $3, $4, $5, " TS("$6") ", " TS("$8") ", $7, $9) "
         "ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id",
     [PG_INSERT_CLAIMED] =
         "INSERT INTO hookd_queue (endpoint_id, event_id, event_type, payload, max_attempts, created_at, "
@@ -254,7 +254,11 @@ const char *const pg_sql[PG__COUNT] = {
         "(SELECT count(*) FROM hookd_queue WHERE status IN ('pending', 'failed') AND status = 'failed' "
         "AND created_at >= " TS("$1") ") + (SELECT count(*) FROM hookd_queue WHERE status = 'dead_letter' "
         "AND created_at >= " TS("$1") "), "
-        "(SELECT " MS("min(created_at)") " FROM hookd_queue WHERE status IN ('pending', 'failed')) "
+        "(SELECT " MS("min(CASE WHEN status = 'pending' THEN greatest(created_at, next_attempt_at) "
+                      "ELSE created_at END)") " FROM hookd_queue WHERE status IN ('pending', 'failed') "
+        "AND NOT (status = 'pending' AND next_attempt_at > " TS("$3") ")), "
+        "(SELECT count(*) FROM hookd_queue WHERE status IN ('pending', 'failed') AND status = 'pending' "
+        "AND next_attempt_at > " TS("$3") ") "
         "FROM (SELECT count(*) AS n, avg(last_response_ms)::float8 AS avg FROM hookd_queue "
         "WHERE status = 'delivered' AND delivered_at >= " TS("$1") ") d",
     [PG_GET] =

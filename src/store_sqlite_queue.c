@@ -100,8 +100,10 @@ int sq_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
         sqlite3_bind_text(st, 4, e->payload, (int)e->payload_len, SQLITE_STATIC);
         sqlite3_bind_int(st, 5, e->max_attempts);
         sqlite3_bind_int64(st, 6, now);
-        if (!e->claim)
+        if (!e->claim) {
             sq_bind_text_or_null(st, 7, e->ordering_key);
+            sqlite3_bind_int64(st, 8, e->due_at > now ? e->due_at : now);
+        }
         /* no RETURNING: it costs SQLite a temporary table per execution */
         if (sq_exec_stmt(q, st, "enqueue") < 0)
             return -1;

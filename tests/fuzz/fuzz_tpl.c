@@ -14,8 +14,10 @@
  *    a raw value with URL syntax is refused (no raw_allow here), so an
  *    expansion adds no '&', '=', '?', '#', '/' or '\\' of its own: it has
  *    as many as the literal text;
- *  - the shown form never holds the secret (unless the literal text or
- *    the payload does), and masking its query keeps its length sane;
+ *  - the shown form never holds the secret or the endpoint's token
+ *    (unless the literal text or the payload does), and masking its
+ *    query keeps its length sane; function macros ({md5:a,token},
+ *    {hmac_sha256:a}) digest them;
  *  - expansion answers OK, MISSING, BAD_VALUE or (with a raw macro)
  *    UNSAFE, never out of memory, and with on_missing = empty never
  *    MISSING;
@@ -26,6 +28,7 @@
 #include "urlmask.h"
 
 #define SECRET "whsec_FUZZSECRETzzzz"
+#define TOKEN "FUZZTOKEN q&=1"
 
 static size_t count(const char *s, size_t n, const char *set)
 {
@@ -66,6 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     v.event_type = "t";
     v.endpoint = "e";
     v.secret = SECRET;
+    v.token = TOKEN;
     v.attempt = 1;
     v.timestamp = 1;
     v.encode = 1;
@@ -116,6 +120,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    "a value added URL syntax: '%s' from '%s'", out.p, s);
         if (!strstr(lit.p, "FUZZSECRET") && !memmem(payload, plen, "FUZZSECRET", 10) && !strstr(s, "FUZZSECRET"))
             FUZZ_CHECK(!strstr(shown.p, SECRET), "secret shown: '%s'", shown.p);
+        if (!strstr(lit.p, "FUZZTOKEN") && !memmem(payload, plen, "FUZZTOKEN", 9) && !strstr(s, "FUZZTOKEN"))
+            FUZZ_CHECK(!strstr(shown.p, "FUZZTOKEN"), "token shown: '%s'", shown.p);
         buf_reset(&masked);
         FUZZ_CHECK(urlmask_url(shown.p, "c, d", &masked) == 0, "mask failed");
         /* a one-byte segment or value becomes "***" */

@@ -420,6 +420,8 @@ static int m_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t
         m->claimed_at = v[i].claim ? now : 0;
         m->max_attempts = v[i].max_attempts;
         m->created_at = m->next_attempt_at = now;
+        if (!v[i].claim && v[i].due_at > now)
+            m->next_attempt_at = v[i].due_at;
         m->ordering_key = v[i].claim ? NULL : dup_or_null(v[i].ordering_key);
         v[i].id = m->id;
     }
@@ -1020,7 +1022,10 @@ static int m_queue_stats(struct store *s, int64_t now, int with_delivered, struc
         return -1;
     for (i = 0; i < st->nmsg; i++) {
         const struct mem_msg *m = &st->msg[i];
-        if (m->status != MSG_DELIVERED || with_delivered)
+        int sched = m->status == MSG_PENDING && m->next_attempt_at > now;
+        if (sched)
+            out->scheduled++;
+        else if (m->status != MSG_DELIVERED || with_delivered)
             out->n[m->status]++;
         if (m->status == MSG_DELIVERED && m->delivered_at >= now - 3600000) {
             out->delivered_last_hour++;
@@ -1028,10 +1033,12 @@ static int m_queue_stats(struct store *s, int64_t now, int with_delivered, struc
         }
         if ((m->status == MSG_FAILED || m->status == MSG_DEAD_LETTER) && m->created_at >= now - 3600000)
             out->failed_last_hour++;
-        if (waiting(m) && m->id < oldest_id) {
+        if (waiting(m) && !sched && m->id < oldest_id) {
             oldest_id = m->id;
             out->has_oldest = 1;
-            out->oldest_pending = m->created_at;
+            out->oldest_pending = m->status == MSG_PENDING && m->next_attempt_at > m->created_at
+                                      ? m->next_attempt_at
+                                      : m->created_at;
         }
     }
     if (out->delivered_last_hour) {

@@ -187,7 +187,7 @@ static int64_t put_endpoint(struct fx *f, const char *name, int from_config)
 
 static int64_t enqueue_at(struct fx *f, int64_t ep, const char *eid, int64_t now, int *dup)
 {
-    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, NULL, 0, 0, 0};
+    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, NULL, 0, 0, 0, 0};
 
     begin(f);
     OK(f->w->ops->enqueue(f->w, &e, 1, now));
@@ -309,7 +309,7 @@ static void enqueue_dedups_per_endpoint(void **state)
     int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0);
     int dup;
     int64_t i1 = enqueue_at(f, a, "e1", T0, &dup), i2, i3;
-    struct store_enqueue two[2] = {{a, "e2", NULL, "[1]", 3, 5, NULL, 0, 0, 0}, {a, "e2", NULL, "[2]", 3, 5, NULL, 0, 0, 0}};
+    struct store_enqueue two[2] = {{a, "e2", NULL, "[1]", 3, 5, NULL, 0, 0, 0, 0}, {a, "e2", NULL, "[2]", 3, 5, NULL, 0, 0, 0, 0}};
 
     assert_false(dup);
     i2 = enqueue_at(f, a, "e1", T0 + 5, &dup);
@@ -358,7 +358,7 @@ static void claim_takes_due_rows_oldest_first(void **state)
 
 static int64_t enqueue_keyed(struct fx *f, int64_t ep, const char *eid, const char *key, int64_t now)
 {
-    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, key, 0, 0, 0};
+    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, key, 0, 0, 0, 0};
 
     begin(f);
     OK(f->w->ops->enqueue(f->w, &e, 1, now));
@@ -880,7 +880,7 @@ static void rollback_undoes_everything(void **state)
 {
     struct fx *f = *state;
     int64_t a = put_endpoint(f, "a", 0), id;
-    struct store_enqueue e = {a, "rb", NULL, "{\"a\":1}", 7, 3, NULL, 0, 0, 0};
+    struct store_enqueue e = {a, "rb", NULL, "{\"a\":1}", 7, 3, NULL, 0, 0, 0, 0};
 
     id = enqueue_at(f, a, "kept", T0, NULL);
     begin(f);
@@ -1342,6 +1342,48 @@ static void dead_letters_group_by_class(void **state)
     assert_int_equal(x.n, 1);
 }
 
+/* delay: a row stored with a due time waits for it as a retry does,
+ * dedups at enqueue, and counts as scheduled (not pending, not oldest) */
+static void delayed_rows_wait_their_time(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), at, y;
+    struct store_enqueue e = {a, "x", "conversion", "{\"a\":1}", 7, 3, NULL, 0, 0, 0, T0 + 1000};
+    struct store_stats s;
+    struct claimed c;
+    int dup;
+
+    begin(f);
+    OK(f->w->ops->enqueue(f->w, &e, 1, T0));
+    commit(f);
+    assert_false(e.duplicate);
+    enqueue_at(f, a, "x", T0 + 1, &dup);
+    assert_true(dup);
+    OK(f->r->ops->queue_stats(f->r, T0 + 5, 0, &s));
+    assert_int_equal(s.scheduled, 1);
+    assert_int_equal(s.n[MSG_PENDING], 0);
+    assert_false(s.has_oldest);
+    y = enqueue_at(f, a, "y", T0 + 10, NULL);
+    OK(f->r->ops->queue_stats(f->r, T0 + 20, 0, &s));
+    assert_int_equal(s.scheduled, 1);
+    assert_int_equal(s.n[MSG_PENDING], 1);
+    assert_true(s.has_oldest);
+    assert_int_equal(s.oldest_pending, T0 + 10);
+    c = claim(f, a, T0 + 500, 10);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.id[0], y);
+    OK(f->w->ops->next_due(f->w, a, 0, &at));
+    assert_int_equal(at, T0 + 1000);
+    /* due: no longer scheduled, and it waits since its due time */
+    OK(f->r->ops->queue_stats(f->r, T0 + 1500, 0, &s));
+    assert_int_equal(s.scheduled, 0);
+    assert_int_equal(s.n[MSG_PENDING], 1);
+    assert_int_equal(s.oldest_pending, T0 + 1000);
+    c = claim(f, a, T0 + 1000, 10);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.id[0], e.id);
+}
+
 static void stats_count_and_find_the_oldest(void **state)
 {
     struct fx *f = *state;
@@ -1411,7 +1453,7 @@ static void export_then_import_moves_the_queue(void **state)
     int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0), c = put_endpoint(f, "c", 0);
     int64_t d = put_endpoint(f, "d", 0);   /* never claimed: its row keeps its own payload */
     static const char body[] = "{\"z\":1, \"a\":\"caf\xc3\xa9 \\n \\u00e9\"}";   /* key order, UTF-8, escapes */
-    struct store_enqueue e = {d, "e0", NULL, body, sizeof body - 1, 7, "k1", 0, 0, 0};
+    struct store_enqueue e = {d, "e0", NULL, body, sizeof body - 1, 7, "k1", 0, 0, 0, 0};
     struct exported x = {0}, y = {0};
     struct claimed cl;
     int64_t e2, e3, e4, e5, now = T0 + 5000;
@@ -1619,7 +1661,7 @@ static void shared_clock_step_moves_only_this_nodes_rows(void **state)
     OK(w2->ops->node_beat(w2, &nd));
     assert_int_equal(nd.lead, 0);
     {
-        struct store_enqueue e = {a, "q", NULL, "{}", 2, 3, NULL, 0, 0, 0};
+        struct store_enqueue e = {a, "q", NULL, "{}", 2, 3, NULL, 0, 0, 0, 0};
         OK(w2->ops->begin(w2, 1));
         OK(w2->ops->enqueue(w2, &e, 1, T0 + 2));   /* by n2's clock */
         OK(w2->ops->commit(w2));
@@ -1768,6 +1810,7 @@ static void shared_breaker_blocks_every_node(void **state)
         cmocka_unit_test_setup_teardown(latency_ring_replaces_and_trims, setup, teardown),     \
         cmocka_unit_test_setup_teardown(dead_letters_group_by_class, setup, teardown),         \
         cmocka_unit_test_setup_teardown(stats_count_and_find_the_oldest, setup, teardown),     \
+        cmocka_unit_test_setup_teardown(delayed_rows_wait_their_time, setup, teardown),        \
         cmocka_unit_test_setup_teardown(export_then_import_moves_the_queue, setup, teardown),          \
         cmocka_unit_test_setup_teardown(shared_results_count_for_the_claiming_node_only, setup, teardown), \
         cmocka_unit_test_setup_teardown(shared_clock_step_moves_only_this_nodes_rows, setup, teardown), \
