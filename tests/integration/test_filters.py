@@ -50,7 +50,7 @@ def test_fanout_and_direct_enqueue_filtered(hookd, receiver):
     assert error_code(r) == "no_subscribers", r
     # a direct enqueue the filter keeps out: ok, filtered, nothing stored
     r = d.request({"op": "enqueue", "endpoint": "conv", "event_id": "direct-1",
-                   "payload": {"status": "rejected", "amount": 100}})
+                   "payload": {"status": "chargeback", "amount": 100}})
     assert r == {"ok": True, "filtered": True, "event_id": "direct-1"}, r
     r = d.request({"op": "enqueue", "endpoint": "conv", "event_id": "direct-2",
                    "payload": {"status": "approved", "amount": 100}})
