@@ -40,6 +40,7 @@ LIB_SRCS := \
 	src/limiter.c \
 	src/slotq.c \
 	src/xfer.c \
+	src/netshare.c \
 	src/util.c \
 	src/log.c \
 	src/settings.c \

@@ -23,6 +23,8 @@ struct xfer {
     CURL *easy;                 /* configured once; per-job options only */
     struct djob *job;
     const struct netpolicy *np; /* the SSRF guard, checked at connect */
+    struct netshare *ns;        /* TLS session and DNS caches across threads (may be NULL) */
+    CURLSH *share;              /* the share the handle uses now */
     /* headers: three per-attempt nodes in front of the endpoint's fixed
      * ones, so an attempt allocates nothing (curl only reads the list) */
     struct ep_conf *hdr_ep;     /* reference: its address cannot be reused */
@@ -46,9 +48,10 @@ struct xfer {
     char errbuf[CURL_ERROR_SIZE];
 };
 
-/* A handle with everything that never changes between attempts set.
- * NULL when out of memory. */
-struct xfer *xfer_new(const struct config *c, const struct netpolicy *np);
+struct netshare;
+/* A handle with everything that never changes between attempts set;
+ * ns (or NULL) outlives it. NULL when out of memory. */
+struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct netshare *ns);
 /* Clear what one attempt left behind, before the next. */
 void xfer_reset(struct xfer *x);
 void xfer_destroy(struct xfer *x);

@@ -1,5 +1,6 @@
 /* xfer.c - one HTTP attempt on a reusable easy handle (see xfer.h). */
 #include "xfer.h"
+#include "netshare.h"
 #include "outcome.h"
 #include "retry_after.h"
 
@@ -143,7 +144,32 @@ void xfer_fail(struct djob *j, enum errclass c, const char *msg)
     util_strlcpy(j->error, msg, sizeof j->error);
 }
 
-struct xfer *xfer_new(const struct config *c, const struct netpolicy *np)
+/* The TLS policy both builds apply (Debian's libcurl on OpenSSL, the
+ * static one on mbedTLS): TLS 1.2 or later; no SHA-1 signatures and no
+ * RSA key under 2048 bits in a chain (OpenSSL's security level 2, pinned
+ * here so a host's openssl.cnf cannot lower it; the static build's
+ * libcurl is patched to the same profile, packaging/patches/); ca_file
+ * replaces the system store rather than adding to it. */
+static void tls_policy(CURL *h, const struct config *c)
+{
+    static int openssl = -1;   /* benign race: every thread computes the same */
+
+    if (openssl < 0) {
+        const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+        openssl = v && v->ssl_version && strncmp(v->ssl_version, "OpenSSL", 7) == 0;
+    }
+    curl_easy_setopt(h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+    if (openssl)
+        curl_easy_setopt(h, CURLOPT_SSL_CIPHER_LIST, "DEFAULT:@SECLEVEL=2");
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (c->ca_file && *c->ca_file) {
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+        curl_easy_setopt(h, CURLOPT_CAPATH, NULL);   /* Debian's libcurl: /etc/ssl/certs */
+    }
+}
+
+struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct netshare *ns)
 {
     struct xfer *x = calloc(1, sizeof *x);
     CURL *h;
@@ -156,6 +182,7 @@ struct xfer *xfer_new(const struct config *c, const struct netpolicy *np)
         return NULL;
     }
     x->np = np;
+    x->ns = ns;
     /* what never changes between attempts is set once per handle */
     curl_easy_setopt(h, CURLOPT_POST, 1L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -170,10 +197,7 @@ struct xfer *xfer_new(const struct config *c, const struct netpolicy *np)
     curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
     curl_easy_setopt(h, CURLOPT_PRIVATE, x);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (c->ca_file && *c->ca_file)
-        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+    tls_policy(h, c);
     return x;
 }
 
@@ -237,6 +261,13 @@ int xfer_prepare(struct xfer *x, struct djob *j)
         return -1;
     }
     curl_easy_setopt(h, CURLOPT_URL, url);
+    if (x->ns) {
+        /* the host's TLS sessions and addresses, whichever thread and
+         * handle connected last (a handle between transfers may switch) */
+        CURLSH *sh = netshare_for(x->ns, e->host_hash);
+        if (sh != x->share && curl_easy_setopt(h, CURLOPT_SHARE, sh) == CURLE_OK)
+            x->share = sh;
+    }
     if (e->def.rq.method == EP_GET) {
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
