@@ -1,7 +1,7 @@
 /*
  * curlfloor - the HTTP client's own floor, for the delivery bench.
  *
- *   curlfloor URL [-n N] [-c CONNS]
+ *   curlfloor URL [-n N] [-c CONNS] [-C CAFILE]
  *
  * Issue 14 keeps libcurl as hookd's HTTP client. This is the least a
  * libcurl program can do per delivery: one thread, the multi interface,
@@ -10,6 +10,8 @@
  * No queue, no storage, no signing: what it costs per request is what
  * hookd's delivery threads cannot go below, and its rate beside wrk's (same
  * nginx, same run) is how far libcurl itself gets towards wrk's ceiling.
+ * An https URL makes it the HTTPS floor: the same program, TLS verified
+ * against CAFILE, each connection's handshake paid once.
  *
  * Prints one line: floor_rate (requests/s), floor_cpu_us (user + system
  * CPU per request), floor_fail (transfers that did not end in a 2xx).
@@ -43,6 +45,7 @@ int main(int argc, char **argv)
 {
     long n = 200000, started = 0, done = 0, fail = 0;
     int conns = 64, opt, i, still, left, rc = 1;
+    const char *cafile = NULL;
     char body[256];
     struct curl_slist *hdrs = NULL;
     CURL **easy = NULL;
@@ -51,15 +54,17 @@ int main(int argc, char **argv)
     double cpu0, t0, secs;
 
     if (argc < 2 || argv[1][0] == '-') {
-        fprintf(stderr, "usage: curlfloor URL [-n N] [-c CONNS]\n");
+        fprintf(stderr, "usage: curlfloor URL [-n N] [-c CONNS] [-C CAFILE]\n");
         return 2;
     }
     optind = 2;
-    while ((opt = getopt(argc, argv, "n:c:")) != -1) {
+    while ((opt = getopt(argc, argv, "n:c:C:")) != -1) {
         if (opt == 'n')
             n = atol(optarg);
         else if (opt == 'c')
             conns = atoi(optarg);
+        else if (opt == 'C')
+            cafile = optarg;
         else
             return 2;
     }
@@ -97,6 +102,10 @@ int main(int argc, char **argv)
         curl_easy_setopt(easy[i], CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(easy[i], CURLOPT_PROXY, "");
         curl_easy_setopt(easy[i], CURLOPT_TIMEOUT_MS, 30000L);
+        if (cafile) {
+            curl_easy_setopt(easy[i], CURLOPT_CAINFO, cafile);
+            curl_easy_setopt(easy[i], CURLOPT_CAPATH, NULL);
+        }
     }
     cpu0 = cpu_seconds();
     t0 = (double)bench_mono_us() / 1e6;

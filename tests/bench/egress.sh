@@ -1,0 +1,248 @@
+# tests/bench/egress.sh - the egress section of run.sh (sourced by it):
+# the packaged static binary beside the dynamic build and the libcurl
+# floor, over HTTP and HTTPS, and the many-hosts TLS run. Uses run.sh's
+# helpers (write_conf, start_hookd, stop_pid, row, kv, ...).
+#
+# 1. Keep-alive cases: EG_N messages streamed in to 1 endpoint and to 100
+#    endpoints on one host, nginx answering 204, over HTTP and over HTTPS
+#    (certificate from a test CA, TLS verified, ca_file = that CA). Each
+#    round measures, back to back: the floor (curlfloor, same URL, 64
+#    connections), the dynamic build, the static build. EG_ROUNDS rounds,
+#    medians reported.
+# 2. Many hosts: EG_HOSTS HTTPS endpoints on as many distinct loopback
+#    address:port pairs (one nginx, one listen socket each, answering
+#    after 20 ms), EG_MSGS rounds of one message per endpoint, EG_GAP
+#    seconds apart; nginx closes idle connections after 1 s, so every
+#    round reconnects. nginx's log says which connections resumed a TLS
+#    session.
+
+EG_N=${BENCH_EG_N:-50000}
+EG_ROUNDS=${BENCH_EG_ROUNDS:-3}
+EG_HOSTS=${BENCH_EG_HOSTS:-1000}
+EG_MSGS=${BENCH_EG_MSGS:-20}
+EG_GAP=${BENCH_EG_GAP:-2}
+HOOKD_STATIC=${HOOKD_STATIC:-$root/build/static/hookd}
+TABLE_OUT=${BENCH_TABLE:-$here/README.md}
+
+# a test CA and one server certificate for localhost, 127.0.0.1 and
+# every many-hosts address (subjectAltName IP entries)
+eg_certs() {  # eg_certs DIR ADDR...
+  local d=$1 a san="DNS:localhost,IP:127.0.0.1"; shift
+  mkdir -p "$d"
+  for a in "$@"; do san="$san,IP:$a"; done
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$d/ca.key" -out "$d/ca.pem" -days 2 -subj /CN=hookd-bench-ca \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout "$d/srv.key" -out "$d/srv.csr" -subj /CN=localhost 2>/dev/null
+  printf 'subjectAltName=%s\n' "$san" >"$d/srv.ext"
+  openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -out "$d/srv.pem" \
+    -days 2 -sha256 -extfile "$d/srv.ext" 2>/dev/null
+}
+
+# nginx over TLS: eg_nginx DIR LISTEN_FILE DELAY KEEPALIVE_S [LOG]
+# DELAY 0: answers 204 at once; otherwise after DELAY seconds (echo module)
+eg_nginx() {
+  local dir=$1 listens=$2 delay=$3 ka=$4 log=${5:-}
+  mkdir -p "$dir/logs" "$dir/tmp"
+  {
+    [ "$delay" = 0 ] || echo "load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;"
+    cat <<CONF
+worker_processes 1;
+worker_rlimit_nofile 65536;
+pid $dir/nginx.pid;
+error_log $dir/logs/error.log warn;
+events { worker_connections 16384; }
+http {
+  log_format conn '\$connection \$connection_requests \$ssl_session_reused';
+  $( [ -n "$log" ] && echo "access_log $dir/logs/access.log conn buffer=256k flush=1s;" || echo "access_log off;" )
+  client_body_temp_path $dir/tmp;
+  client_max_body_size 1m;
+  keepalive_requests 1000000;
+  keepalive_timeout ${ka}s;
+  ssl_certificate $work/certs/srv.pem;
+  ssl_certificate_key $work/certs/srv.key;
+  ssl_session_cache shared:SSL:32m;
+  ssl_session_timeout 10m;
+  server {
+$(sed 's/^/    /' "$listens")
+CONF
+    if [ "$delay" = 0 ]; then
+      echo "    location / { return 204; }"
+    else
+      echo "    location / { echo_read_request_body; echo_sleep $delay; echo ok; }"
+    fi
+    printf '  }\n}\n'
+  } >"$dir/nginx.conf"
+  nginx -c "$dir/nginx.conf" -p "$dir" -e "$dir/logs/error.log"
+  nginx_dirs+=("$dir")
+  local n=50
+  while [ ! -s "$dir/nginx.pid" ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+}
+
+# endpoint sections: eg_eps BASE_URL K (K=1: one endpoint "ep")
+eg_eps() {
+  local url=$1 k=$2 i
+  if [ "$k" = 1 ]; then
+    printf '%s\n' '[endpoint.ep]' "url = $url"
+  else
+    for i in $(seq 0 $((k - 1))); do printf '%s\n' "[endpoint.ep$i]" "url = $url/$i"; done
+  fi
+}
+
+# eg_stream BIN TAG URL K: EG_N messages streamed in to K endpoints of one
+# host, default configuration; sets E_RATE (delivered/s), E_CPU (us/msg)
+eg_stream() {
+  local bin=$1 tag=$2 url=$3 k=$4 d out w db eflag=(-e ep) lines
+  d=$work/eg-$tag
+  mapfile -t lines < <(eg_eps "$url" "$k")
+  write_conf "$d" '[delivery]' 'allow_networks = 127.0.0.0/8' "ca_file = $work/certs/ca.pem" "${lines[@]}"
+  [ "$k" = 1 ] || eflag=(-e ep -E "$k")
+  HOOKD=$bin start_hookd "$d"
+  bg out "$BIN/loadgen" enqueue -s "$d/hookd.sock" "${eflag[@]}" -c 4 -n "$EG_N" -w 1000 -t "g$tag" ||
+    { log "enqueue failed: $out"; exit 1; }
+  bg w "$BIN/dbreport" wait "$d/hookd.db" "$EG_N" 600 || log "  WARNING: not all delivered: $w"
+  E_CPU=$(per_msg_us "$(cpu_s "$HOOKD_PID")" "$EG_N")
+  stop_pid "$HOOKD_PID"
+  db=$("$BIN/dbreport" delivery "$d/hookd.db" "$(kv first_send_ms "$out")") || true
+  E_RATE=$(kv db_delivered_rate "$db")
+  log "  $tag: $E_RATE/s, $E_CPU us CPU/msg; $(kv db_delivered "$db") delivered, $(kv db_attempts "$db") attempts"
+  [ "$(kv db_delivered "$db")" = "$EG_N" ] || log "  WARNING: only $(kv db_delivered "$db") of $EG_N delivered"
+  rm -rf "$d"
+}
+
+# the many-hosts run for one binary: eg_many BIN TAG; sets M_CPU (us/msg),
+# M_CONNS (TLS handshakes), M_RES (of them resumed), M_RATE (resumed
+# share of the reconnects: handshakes after each host's first)
+eg_many() {
+  local bin=$1 tag=$2 d r out w ngx=$work/nginx-many
+  d=$work/many-$tag
+  write_conf "$d" '[delivery]' 'allow_networks = 127.0.0.0/8' "ca_file = $work/certs/ca.pem" "${MANY_EPS[@]}"
+  : >"$ngx/logs/access.log"
+  kill -USR1 "$(cat "$ngx/nginx.pid")"   # reopen the log
+  HOOKD=$bin start_hookd "$d"
+  for r in $(seq "$EG_MSGS"); do
+    bg out "$BIN/loadgen" enqueue -s "$d/hookd.sock" -e h -E "$EG_HOSTS" -c 1 -n "$EG_HOSTS" -w 500 -t "m$tag$r" ||
+      { log "enqueue failed: $out"; exit 1; }
+    bg w "$BIN/dbreport" wait "$d/hookd.db" $((r * EG_HOSTS)) 120 || log "  WARNING: round $r: not all delivered: $w"
+    # the spread is what this measures: idle connections close between rounds
+    [ "$r" = "$EG_MSGS" ] || sleep "$EG_GAP"
+  done
+  M_CPU=$(per_msg_us "$(cpu_s "$HOOKD_PID")" $((EG_MSGS * EG_HOSTS)))
+  log "  threads ($tag): $(thread_cpu "$HOOKD_PID")"
+  stop_pid "$HOOKD_PID"
+  kill -USR1 "$(cat "$ngx/nginx.pid")"   # flush the log buffer
+  sleep 1.2   # flush=1s: the buffered lines reach the file
+  read -r M_CONNS M_RES < <(awk '$2 == 1 { n++; if ($3 == "r") r++ } END { print n + 0, r + 0 }' "$ngx/logs/access.log")
+  M_RATE=$(awk -v c="$M_CONNS" -v r="$M_RES" -v h="$EG_HOSTS" 'BEGIN { if (c > h) printf "%.3f", r / (c - h); else print "n/a" }')
+  local db; db=$("$BIN/dbreport" delivery "$d/hookd.db" 0 || true)
+  log "  many hosts ($tag): $M_CPU us CPU/msg, $M_CONNS TLS handshakes, $M_RES resumed ($M_RATE of reconnects); db: $db"
+  rm -rf "$d"
+}
+
+bench_egress() {
+  local hport sport ngx rr p k b tag url i a
+  local -A rate cpu
+  local bins=(dyn) fl bin
+  command -v openssl >/dev/null || need_pkgs openssl
+  if [ -x "$HOOKD_STATIC" ]; then
+    bins+=(static)
+  else
+    log "egress: $HOOKD_STATIC missing (make static): the static columns stay empty"
+  fi
+  eg_certs "$work/certs"
+  hport=$("$BIN/loadgen" freeport)
+  nginx_dirs+=("$work/nginx-eg-http")
+  "$SHARED/bench/receiver-nginx.sh" start "$hport" "$work/nginx-eg-http" >&2
+  sport=$("$BIN/loadgen" freeport)
+  echo "listen 127.0.0.1:$sport ssl reuseport backlog=4096;" >"$work/listen-eg"
+  eg_nginx "$work/nginx-eg-https" "$work/listen-eg" 0 65
+  for rr in $(seq "$EG_ROUNDS"); do
+    for p in http https; do
+      for k in 1 100; do
+        if [ "$p" = http ]; then url=http://127.0.0.1:$hport/hook; else url=https://127.0.0.1:$sport/hook; fi
+        bg fl "$BIN/curlfloor" "$url" -n "$EG_N" -c 64 -C "$work/certs/ca.pem" || log "  curlfloor failed: $fl"
+        log "egress round $rr, $p, $k endpoint(s): floor $fl"
+        rate[floor-$p-$k]+="$(kv floor_rate "$fl") " cpu[floor-$p-$k]+="$(kv floor_cpu_us "$fl") "
+        for b in "${bins[@]}"; do
+          if [ "$b" = dyn ]; then bin=$HOOKD; else bin=$HOOKD_STATIC; fi
+          eg_stream "$bin" "$b-$p-$k-$rr" "$url" "$k"
+          rate[$b-$p-$k]+="$E_RATE " cpu[$b-$p-$k]+="$E_CPU "
+          rate[q$b-$p-$k]+="$(div "$E_RATE" "$(kv floor_rate "$fl")") "
+        done
+      done
+    done
+  done
+  "$SHARED/bench/receiver-nginx.sh" stop "$work/nginx-eg-http"
+
+  # many hosts: 100 addresses x 10 ports (EG_HOSTS pairs), one nginx
+  local ports=() addrs=()
+  for i in $(seq 0 9); do ports+=("$("$BIN/loadgen" freeport)"); done
+  for i in $(seq 0 $((EG_HOSTS / 10 - 1))); do addrs+=("127.1.$((i / 200)).$((i % 200 + 1))"); done
+  eg_certs "$work/certs" "${addrs[@]}"
+  MANY_EPS=()
+  : >"$work/listen-many"
+  for i in $(seq 0 $((EG_HOSTS - 1))); do
+    a=${addrs[$((i / 10))]} p=${ports[$((i % 10))]}
+    echo "listen $a:$p ssl backlog=1024;" >>"$work/listen-many"
+    MANY_EPS+=("[endpoint.h$i]" "url = https://$a:$p/hook")
+  done
+  "$SHARED/bench/receiver-nginx.sh" stop "$work/nginx-eg-https"
+  eg_nginx "$work/nginx-many" "$work/listen-many" 0.02 1 log
+  local -A mcpu mconns mres mrate
+  : >"$work/egress.many.md"
+  for b in "${bins[@]}"; do
+    if [ "$b" = dyn ]; then bin=$HOOKD; else bin=$HOOKD_STATIC; fi
+    log "egress: many hosts, $b: $EG_HOSTS HTTPS endpoints on distinct address:port pairs, $EG_MSGS rounds ${EG_GAP}s apart, answers after 20 ms"
+    eg_many "$bin" "$b"
+    mcpu[$b]=$M_CPU mconns[$b]=$M_CONNS mres[$b]=$M_RES mrate[$b]=$M_RATE
+  done
+  "$SHARED/bench/receiver-nginx.sh" stop "$work/nginx-many"
+
+  # rows: medians of the rounds, every round in the notes
+  local each="median of $EG_ROUNDS" fr fc dr dc sr sc md
+  : >"$work/egress.md"
+  for p in http https; do
+    for k in 1 100; do
+      fr=$(median ${rate[floor-$p-$k]}) fc=$(median ${cpu[floor-$p-$k]})
+      row "egress $p $k ep: libcurl floor req/s | CPU us/req" "$fr | $fc" "curlfloor, 64 conns; $each: ${rate[floor-$p-$k]}"
+      md="| ${p^^}, $k endpoint$([ "$k" = 1 ] || echo s) | $fr/s, $fc µs"
+      for b in dyn static; do
+        if [ -z "${rate[$b-$p-$k]:-}" ]; then md="$md | - | - | -"; continue; fi
+        dr=$(median ${rate[q$b-$p-$k]}) dc=$(median ${cpu[$b-$p-$k]})
+        row "egress $p $k ep: $b hookd / floor | CPU us/msg" "$dr | $dc" \
+          "overhead over the floor $(awk -v a="$dc" -v b="$fc" 'BEGIN { printf "%.1f", a - b }') us; ratios ${rate[q$b-$p-$k]}; CPU ${cpu[$b-$p-$k]}; $(verdict "$dr" "$([ "$k" = 1 ] && echo 0.80 || echo 0.70)")"
+        md="$md | $dr | $dc µs | $(awk -v a="$dc" -v b="$fc" 'BEGIN { printf "%+.1f µs", a - b }')"
+      done
+      if [ -n "${cpu[static-$p-$k]:-}" ]; then
+        sc=$(div "$(median ${cpu[static-$p-$k]})" "$(median ${cpu[dyn-$p-$k]})")
+        row "egress $p $k ep: static / dynamic CPU per message" "$sc" "$(verdict_le "$sc" 1.2)"
+        md="$md | $sc |"
+      else
+        md="$md | - |"
+      fi
+      echo "$md" >>"$work/egress.md"
+    done
+  done
+  for b in "${bins[@]}"; do
+    local ka; ka=$(median ${cpu[$b-https-1]})
+    row "egress many hosts, $b: CPU us/msg | x keep-alive" "${mcpu[$b]} | $(div "${mcpu[$b]}" "$ka")" \
+      "$EG_HOSTS hosts x $EG_MSGS msgs; $(verdict_le "$(div "${mcpu[$b]}" "$ka")" 3)"
+    row "egress many hosts, $b: handshakes | resumed | resumed/reconnects" "${mconns[$b]} | ${mres[$b]} | ${mrate[$b]}" \
+      "$(verdict "${mrate[$b]}" 0.90)"
+    echo "| many hosts, $([ "$b" = dyn ] && echo dynamic || echo static) build | ${mcpu[$b]} µs per message ($(div "${mcpu[$b]}" "$ka")x its HTTPS keep-alive case) | ${mconns[$b]} TLS handshakes for $((EG_HOSTS * EG_MSGS)) messages | ${mres[$b]} resumed: ${mrate[$b]} of reconnects |" >>"$work/egress.many.md"
+  done
+  eg_table >"$work/table.md"
+  "$here/readme-table.sh" "$TABLE_OUT" <"$work/table.md" && log "egress: table written to $TABLE_OUT"
+}
+
+# the table for tests/bench/README.md (between its bench-table markers)
+eg_table() {
+  echo "Measured by \`make bench\` ($(nproc) cores; $EG_N messages a run, median of $EG_ROUNDS rounds; ratios are each round's own)."
+  echo
+  echo "| case | libcurl floor (rate, CPU per request) | dynamic / floor | dynamic CPU per message | dynamic overhead | static / floor | static CPU per message | static overhead | static / dynamic CPU |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  cat "$work/egress.md"
+  echo
+  echo "| many hosts ($EG_HOSTS HTTPS endpoints, distinct address:port, 20 ms answers, $EG_MSGS rounds ${EG_GAP} s apart, idle connections closed after 1 s) | CPU | TLS handshakes | resumption |"
+  echo "|---|---|---|---|"
+  cat "$work/egress.many.md"
+}
