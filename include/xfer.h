@@ -39,6 +39,7 @@ struct xfer {
     int body_capped;
     int blocked;
     int counted;                /* deliver.c: holds one of its host's slots (slotq) */
+    int restarted;              /* started again after a dead reused connection */
     const char *block_reason;
     char snippet[POSTBACK_EXCERPT + 1];
     size_t snip_len;
@@ -60,6 +61,9 @@ void xfer_fail(struct djob *j, enum errclass c, const char *msg);
 /* Set x up to send j (j->started_at set; x->job = j). -1: j failed in
  * place (its template, its headers), nothing to send. */
 int xfer_prepare(struct xfer *x, struct djob *j);
+/* The attempt ended with rc on a dead reused connection, nothing received,
+ * and may be started again (once per attempt; see xfer.c): 1, x ready. */
+int xfer_restartable(struct xfer *x, CURLcode rc);
 /* The attempt ended with rc: its status, timing, Retry-After, excerpt
  * and verdict into x->job. */
 void xfer_result(struct xfer *x, CURLcode rc);

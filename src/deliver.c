@@ -269,6 +269,11 @@ static void collect_done(struct dthread *t, struct djob ***dtail)
         int counted;
         uint64_t h;
         curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+        if (xfer_restartable(x, m->data.result)) {
+            curl_multi_remove_handle(t->multi, x->easy);
+            if (curl_multi_add_handle(t->multi, x->easy) == CURLM_OK)
+                continue;
+        }
         j = x->job;
         counted = x->counted;
         h = j->ep->host_hash;

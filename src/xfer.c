@@ -203,6 +203,7 @@ struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct
 
 void xfer_reset(struct xfer *x)
 {
+    x->restarted = 0;
     x->body_seen = 0;
     x->body_capped = 0;
     x->blocked = 0;
@@ -211,6 +212,30 @@ void xfer_reset(struct xfer *x)
     buf_reset(&x->seen);
     x->retry_after[0] = '\0';
     x->errbuf[0] = '\0';
+}
+
+/* libcurl 7.88 retries a request by itself when a reused connection
+ * turns out closed before anything came back (the server's idle close
+ * crossed the request; OpenSSL's liveness check reads a pending
+ * close_notify as "alive"), but counts those retries per easy handle and
+ * never resets the count between transfers: every sixth one in a
+ * handle's life fails its transfer ("Connection died, tried 5 times")
+ * although no request reached the server. Such a transfer is started
+ * again, once, as curl would have. */
+int xfer_restartable(struct xfer *x, CURLcode rc)
+{
+    long status = 0, hdr = 0;
+
+    if (rc != CURLE_SEND_ERROR || x->restarted || x->body_seen || strncmp(x->errbuf, "Connection died", 15) != 0)
+        return 0;
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(x->easy, CURLINFO_HEADER_SIZE, &hdr);
+    if (status || hdr)
+        return 0;
+    x->restarted = 1;
+    x->retry_after[0] = '\0';
+    x->errbuf[0] = '\0';
+    return 1;
 }
 
 void xfer_destroy(struct xfer *x)

@@ -21,6 +21,7 @@ EG_ROUNDS=${BENCH_EG_ROUNDS:-3}
 EG_HOSTS=${BENCH_EG_HOSTS:-1000}
 EG_MSGS=${BENCH_EG_MSGS:-20}
 EG_GAP=${BENCH_EG_GAP:-2}
+EG_PARTS=${BENCH_EG_PARTS:-keepalive h2 many}
 HOOKD_STATIC=${HOOKD_STATIC:-$root/build/static/hookd}
 TABLE_OUT=${BENCH_TABLE:-$here/README.md}
 
@@ -78,6 +79,21 @@ CONF
   while [ ! -s "$dir/nginx.pid" ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
 }
 
+# nginx's log from now on: eg_log_start NGINX_DIR
+eg_log_start() {
+  : >"$1/logs/access.log"
+  kill -USR1 "$(cat "$1/nginx.pid")"   # reopen the log
+}
+# TLS connections since eg_log_start: eg_log_conns NGINX_DIR REQUESTS sets
+# L_CONNS (connections: their first request) and L_RES (of them resumed),
+# once the log holds REQUESTS lines (the buffer flushes within a second)
+eg_log_conns() {
+  local f=$1/logs/access.log n=50
+  kill -USR1 "$(cat "$1/nginx.pid")"   # flush
+  while [ "$(wc -l <"$f")" -lt "$2" ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+  read -r L_CONNS L_RES < <(awk '$2 == 1 { n++; if ($3 == "r") r++ } END { print n + 0, r + 0 }' "$f")
+}
+
 # endpoint sections: eg_eps BASE_URL K (K=1: one endpoint "ep")
 eg_eps() {
   local url=$1 k=$2 i
@@ -88,14 +104,16 @@ eg_eps() {
   fi
 }
 
-# eg_stream BIN TAG URL K: EG_N messages streamed in to K endpoints of one
-# host, default configuration; sets E_RATE (delivered/s), E_CPU (us/msg)
+# eg_stream BIN TAG URL K [NGINX_DIR]: EG_N messages streamed in to K
+# endpoints of one host, default configuration; sets E_RATE (delivered/s),
+# E_CPU (us/msg), E_CONNS (connections nginx saw; "-" without its log)
 eg_stream() {
-  local bin=$1 tag=$2 url=$3 k=$4 d out w db eflag=(-e ep) lines
+  local bin=$1 tag=$2 url=$3 k=$4 ngx=${5:-} d out w db eflag=(-e ep) lines
   d=$work/eg-$tag
   mapfile -t lines < <(eg_eps "$url" "$k")
-  write_conf "$d" '[delivery]' 'allow_networks = 127.0.0.0/8' "ca_file = $work/certs/ca.pem" "${lines[@]}"
+  write_conf "$d" '[delivery]' 'allow_networks = 127.0.0.0/8, ::1/128' "ca_file = $work/certs/ca.pem" "${lines[@]}"
   [ "$k" = 1 ] || eflag=(-e ep -E "$k")
+  [ -z "$ngx" ] || eg_log_start "$ngx"
   HOOKD=$bin start_hookd "$d"
   bg out "$BIN/loadgen" enqueue -s "$d/hookd.sock" "${eflag[@]}" -c 4 -n "$EG_N" -w 1000 -t "g$tag" ||
     { log "enqueue failed: $out"; exit 1; }
@@ -103,8 +121,9 @@ eg_stream() {
   E_CPU=$(per_msg_us "$(cpu_s "$HOOKD_PID")" "$EG_N")
   stop_pid "$HOOKD_PID"
   db=$("$BIN/dbreport" delivery "$d/hookd.db" "$(kv first_send_ms "$out")") || true
-  E_RATE=$(kv db_delivered_rate "$db")
-  log "  $tag: $E_RATE/s, $E_CPU us CPU/msg; $(kv db_delivered "$db") delivered, $(kv db_attempts "$db") attempts"
+  E_RATE=$(kv db_delivered_rate "$db") E_CONNS=-
+  [ -z "$ngx" ] || { eg_log_conns "$ngx" "$EG_N"; E_CONNS=$L_CONNS; }
+  log "  $tag: $E_RATE/s, $E_CPU us CPU/msg; $(kv db_delivered "$db") delivered, $(kv db_attempts "$db") attempts; $E_CONNS connections"
   [ "$(kv db_delivered "$db")" = "$EG_N" ] || log "  WARNING: only $(kv db_delivered "$db") of $EG_N delivered"
   rm -rf "$d"
 }
@@ -116,22 +135,23 @@ eg_many() {
   local bin=$1 tag=$2 d r out w ngx=$work/nginx-many
   d=$work/many-$tag
   write_conf "$d" '[delivery]' 'allow_networks = 127.0.0.0/8' "ca_file = $work/certs/ca.pem" "${MANY_EPS[@]}"
-  : >"$ngx/logs/access.log"
-  kill -USR1 "$(cat "$ngx/nginx.pid")"   # reopen the log
+  eg_log_start "$ngx"
   HOOKD=$bin start_hookd "$d"
   for r in $(seq "$EG_MSGS"); do
     bg out "$BIN/loadgen" enqueue -s "$d/hookd.sock" -e h -E "$EG_HOSTS" -c 1 -n "$EG_HOSTS" -w 500 -t "m$tag$r" ||
       { log "enqueue failed: $out"; exit 1; }
-    bg w "$BIN/dbreport" wait "$d/hookd.db" $((r * EG_HOSTS)) 120 || log "  WARNING: round $r: not all delivered: $w"
+    # every message of the round tried once (a retry's backoff must not
+    # hold the next round)
+    bg w "$BIN/dbreport" wait "$d/hookd.db" $((r * EG_HOSTS)) 120 -a || log "  WARNING: round $r: not all attempted: $w"
     # the spread is what this measures: idle connections close between rounds
     [ "$r" = "$EG_MSGS" ] || sleep "$EG_GAP"
   done
+  bg w "$BIN/dbreport" wait "$d/hookd.db" $((EG_MSGS * EG_HOSTS)) 120 || log "  WARNING: not all delivered: $w"
   M_CPU=$(per_msg_us "$(cpu_s "$HOOKD_PID")" $((EG_MSGS * EG_HOSTS)))
   log "  threads ($tag): $(thread_cpu "$HOOKD_PID")"
   stop_pid "$HOOKD_PID"
-  kill -USR1 "$(cat "$ngx/nginx.pid")"   # flush the log buffer
-  sleep 1.2   # flush=1s: the buffered lines reach the file
-  read -r M_CONNS M_RES < <(awk '$2 == 1 { n++; if ($3 == "r") r++ } END { print n + 0, r + 0 }' "$ngx/logs/access.log")
+  eg_log_conns "$ngx" $((EG_MSGS * EG_HOSTS))
+  M_CONNS=$L_CONNS M_RES=$L_RES
   M_RATE=$(awk -v c="$M_CONNS" -v r="$M_RES" -v h="$EG_HOSTS" 'BEGIN { if (c > h) printf "%.3f", r / (c - h); else print "n/a" }')
   local db; db=$("$BIN/dbreport" delivery "$d/hookd.db" 0 || true)
   log "  many hosts ($tag): $M_CPU us CPU/msg, $M_CONNS TLS handshakes, $M_RES resumed ($M_RATE of reconnects); db: $db"
@@ -140,7 +160,7 @@ eg_many() {
 
 bench_egress() {
   local hport sport ngx rr p k b tag url i a
-  local -A rate cpu
+  local -A rate cpu conns
   local bins=(dyn) fl bin
   command -v openssl >/dev/null || need_pkgs openssl
   if [ -x "$HOOKD_STATIC" ]; then
@@ -153,25 +173,49 @@ bench_egress() {
   nginx_dirs+=("$work/nginx-eg-http")
   "$SHARED/bench/receiver-nginx.sh" start "$hport" "$work/nginx-eg-http" >&2
   sport=$("$BIN/loadgen" freeport)
-  echo "listen 127.0.0.1:$sport ssl reuseport backlog=4096;" >"$work/listen-eg"
-  eg_nginx "$work/nginx-eg-https" "$work/listen-eg" 0 65
+  # a name, not an address: the keep-alive cases do not depend on IP
+  # certificates (the many-hosts run does)
+  printf '%s\n' "listen 127.0.0.1:$sport ssl reuseport backlog=4096;" "listen [::1]:$sport ssl reuseport backlog=4096;" \
+    >"$work/listen-eg"
+  eg_nginx "$work/nginx-eg-https" "$work/listen-eg" 0 65 log
+  case " $EG_PARTS " in *" keepalive "*) ;; *) EG_ROUNDS=0;; esac
   for rr in $(seq "$EG_ROUNDS"); do
     for p in http https; do
       for k in 1 100; do
-        if [ "$p" = http ]; then url=http://127.0.0.1:$hport/hook; else url=https://127.0.0.1:$sport/hook; fi
+        if [ "$p" = http ]; then url=http://127.0.0.1:$hport/hook; else url=https://localhost:$sport/hook; fi
         bg fl "$BIN/curlfloor" "$url" -n "$EG_N" -c 64 -C "$work/certs/ca.pem" || log "  curlfloor failed: $fl"
         log "egress round $rr, $p, $k endpoint(s): floor $fl"
         rate[floor-$p-$k]+="$(kv floor_rate "$fl") " cpu[floor-$p-$k]+="$(kv floor_cpu_us "$fl") "
         for b in "${bins[@]}"; do
           if [ "$b" = dyn ]; then bin=$HOOKD; else bin=$HOOKD_STATIC; fi
-          eg_stream "$bin" "$b-$p-$k-$rr" "$url" "$k"
-          rate[$b-$p-$k]+="$E_RATE " cpu[$b-$p-$k]+="$E_CPU "
+          eg_stream "$bin" "$b-$p-$k-$rr" "$url" "$k" "$([ "$p" = https ] && echo "$work/nginx-eg-https")"
+          rate[$b-$p-$k]+="$E_RATE " cpu[$b-$p-$k]+="$E_CPU " conns[$b-$p-$k]+="$E_CONNS "
           rate[q$b-$p-$k]+="$(div "$E_RATE" "$(kv floor_rate "$fl")") "
         done
       done
     done
   done
   "$SHARED/bench/receiver-nginx.sh" stop "$work/nginx-eg-http"
+
+  # HTTP/2 where the receiver offers it (ALPN): 100 endpoints over HTTPS,
+  # against the same nginx with http2 on; libcurl's default asks for h2
+  # (the static build has no nghttp2 and stays on HTTP/1.1)
+  local h2rounds=$EG_ROUNDS
+  case " $EG_PARTS " in *" h2 "*) ;; *) h2rounds=0;; esac
+  if [ "$h2rounds" -gt 0 ]; then
+    local h2port; h2port=$("$BIN/loadgen" freeport)
+    printf '%s\n' "listen 127.0.0.1:$h2port ssl http2 reuseport backlog=4096;" \
+      "listen [::1]:$h2port ssl http2 reuseport backlog=4096;" >"$work/listen-h2"
+    eg_nginx "$work/nginx-eg-h2" "$work/listen-h2" 0 65 log
+    for rr in $(seq "$h2rounds"); do
+      for b in "${bins[@]}"; do
+        if [ "$b" = dyn ]; then bin=$HOOKD; else bin=$HOOKD_STATIC; fi
+        eg_stream "$bin" "$b-h2-100-$rr" "https://localhost:$h2port/hook" 100 "$work/nginx-eg-h2"
+        rate[$b-h2]+="$E_RATE " cpu[$b-h2]+="$E_CPU " conns[$b-h2]+="$E_CONNS "
+      done
+    done
+    "$SHARED/bench/receiver-nginx.sh" stop "$work/nginx-eg-h2"
+  fi
 
   # many hosts: 100 addresses x 10 ports (EG_HOSTS pairs), one nginx
   local ports=() addrs=()
@@ -189,6 +233,7 @@ bench_egress() {
   eg_nginx "$work/nginx-many" "$work/listen-many" 0.02 1 log
   local -A mcpu mconns mres mrate
   : >"$work/egress.many.md"
+  case " $EG_PARTS " in *" many "*) ;; *) bins=();; esac
   for b in "${bins[@]}"; do
     if [ "$b" = dyn ]; then bin=$HOOKD; else bin=$HOOKD_STATIC; fi
     log "egress: many hosts, $b: $EG_HOSTS HTTPS endpoints on distinct address:port pairs, $EG_MSGS rounds ${EG_GAP}s apart, answers after 20 ms"
@@ -200,7 +245,9 @@ bench_egress() {
   # rows: medians of the rounds, every round in the notes
   local each="median of $EG_ROUNDS" fr fc dr dc sr sc md
   : >"$work/egress.md"
-  for p in http https; do
+  local cases="http https"
+  [ "$EG_ROUNDS" -gt 0 ] || cases=
+  for p in $cases; do
     for k in 1 100; do
       fr=$(median ${rate[floor-$p-$k]}) fc=$(median ${cpu[floor-$p-$k]})
       row "egress $p $k ep: libcurl floor req/s | CPU us/req" "$fr | $fc" "curlfloor, 64 conns; $each: ${rate[floor-$p-$k]}"
@@ -209,7 +256,7 @@ bench_egress() {
         if [ -z "${rate[$b-$p-$k]:-}" ]; then md="$md | - | - | -"; continue; fi
         dr=$(median ${rate[q$b-$p-$k]}) dc=$(median ${cpu[$b-$p-$k]})
         row "egress $p $k ep: $b hookd / floor | CPU us/msg" "$dr | $dc" \
-          "overhead over the floor $(awk -v a="$dc" -v b="$fc" 'BEGIN { printf "%.1f", a - b }') us; ratios ${rate[q$b-$p-$k]}; CPU ${cpu[$b-$p-$k]}; $(verdict "$dr" "$([ "$k" = 1 ] && echo 0.80 || echo 0.70)")"
+          "overhead over the floor $(awk -v a="$dc" -v b="$fc" 'BEGIN { printf "%.1f", a - b }') us; ratios ${rate[q$b-$p-$k]}; CPU ${cpu[$b-$p-$k]}; connections ${conns[$b-$p-$k]}; $(verdict "$dr" "$([ "$k" = 1 ] && echo 0.80 || echo 0.70)")"
         md="$md | $dr | $dc µs | $(awk -v a="$dc" -v b="$fc" 'BEGIN { printf "%+.1f µs", a - b }')"
       done
       if [ -n "${cpu[static-$p-$k]:-}" ]; then
@@ -221,6 +268,13 @@ bench_egress() {
       fi
       echo "$md" >>"$work/egress.md"
     done
+  done
+  : >"$work/egress.h2.md"
+  for b in dyn static; do
+    [ -n "${cpu[$b-h2]:-}" ] || continue
+    row "egress h2 offered, 100 ep, $b: delivered/s | CPU us/msg" "$(median ${rate[$b-h2]}) | $(median ${cpu[$b-h2]})" \
+      "HTTP/1.1-only receiver: $(median ${rate[$b-https-100]:-n/a}) | $(median ${cpu[$b-https-100]:-n/a}); connections ${conns[$b-h2]} (h1: ${conns[$b-https-100]:-})"
+    echo "| HTTPS, 100 endpoints, receiver offers HTTP/2, $([ "$b" = dyn ] && echo dynamic || echo static) build | $(median ${rate[$b-h2]})/s | $(median ${cpu[$b-h2]}) µs | $(median ${conns[$b-h2]}) | $(median ${rate[$b-https-100]:-0})/s | $(median ${cpu[$b-https-100]:-0}) µs | $(median ${conns[$b-https-100]:-0}) |" >>"$work/egress.h2.md"
   done
   for b in "${bins[@]}"; do
     local ka; ka=$(median ${cpu[$b-https-1]})
@@ -242,6 +296,12 @@ eg_table() {
   echo "|---|---|---|---|---|---|---|---|---|"
   cat "$work/egress.md"
   echo
+  if [ -s "$work/egress.h2.md" ]; then
+    echo "| HTTP/2 | delivered/s | CPU per message | connections | same, HTTP/1.1-only receiver: delivered/s | CPU | connections |"
+    echo "|---|---|---|---|---|---|---|"
+    cat "$work/egress.h2.md"
+    echo
+  fi
   echo "| many hosts ($EG_HOSTS HTTPS endpoints, distinct address:port, 20 ms answers, $EG_MSGS rounds ${EG_GAP} s apart, idle connections closed after 1 s) | CPU | TLS handshakes | resumption |"
   echo "|---|---|---|---|"
   cat "$work/egress.many.md"

@@ -265,3 +265,40 @@ def test_tls_sessions_resumed_across_connections(hookd, nginx, pki, tmp_path):
         assert len(resumed) == len(lines) - 1, lines
     finally:
         n.stop()
+
+
+def close_wait(port):
+    """hookd's connections to port that the server has closed and hookd
+    has not (state CLOSE_WAIT), from /proc/net/tcp{,6}."""
+    n = 0
+    for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = open(f).read().splitlines()[1:]
+        except OSError:
+            continue
+        for l in lines:
+            p = l.split()
+            if p[3] == "08" and int(p[2].rsplit(":", 1)[1], 16) == port:
+                n += 1
+    return n
+
+
+def test_idle_closed_connections_fail_no_attempt(hookd, nginx, pki, tmp_path):
+    """A server that closes idle connections (keepalive_timeout) makes
+    libcurl find the next request's pooled connection dead and retry on a
+    fresh one; libcurl 7.88 counted those retries per handle for its whole
+    life and failed every sixth transfer. With one delivery thread (one
+    handle, reused), eight messages each after the server closed the
+    connection: all delivered at the first attempt."""
+    n = Nginx(tmp_path / "ngx-idle", pki["good"], extra="keepalive_timeout 300ms;")
+    try:
+        d = hookd(endpoints={"a": tls_ep(n.url("localhost"))},
+                  sections={"delivery": dict(LOCAL, ca_file=str(pki["ca"]), workers=1)})
+        for i in range(8):
+            row, msg = deliver_one(d, "a")
+            assert row["status"] == "delivered" and row["attempt_count"] == 1, (i, row, msg["attempts"])
+            # the next message goes out once the server closed this connection
+            wait_until(lambda: close_wait(n.port) >= 1, timeout=10, msg="nginx closes the idle connection")
+        assert len(n.requests()) == 8
+    finally:
+        n.stop()
