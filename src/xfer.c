@@ -152,11 +152,13 @@ void xfer_fail(struct djob *j, enum errclass c, const char *msg)
  * replaces the system store rather than adding to it. */
 static void tls_policy(CURL *h, const struct config *c)
 {
-    static int openssl = -1;   /* benign race: every thread computes the same */
+    static int backend = -1;   /* atomic: every thread finds the same */
+    int openssl = __atomic_load_n(&backend, __ATOMIC_RELAXED);
 
     if (openssl < 0) {
         const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
         openssl = v && v->ssl_version && strncmp(v->ssl_version, "OpenSSL", 7) == 0;
+        __atomic_store_n(&backend, openssl, __ATOMIC_RELAXED);
     }
     curl_easy_setopt(h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
     if (openssl)
@@ -216,8 +218,8 @@ void xfer_reset(struct xfer *x)
 
 /* libcurl 7.88 retries a request by itself when a reused connection
  * turns out closed before anything came back (the server's idle close
- * crossed the request; OpenSSL's liveness check reads a pending
- * close_notify as "alive"), but counts those retries per easy handle and
+ * crossed the request, or its close_notify, pending unread, made the
+ * connection look alive), but counts those retries per easy handle and
  * never resets the count between transfers: every sixth one in a
  * handle's life fails its transfer ("Connection died, tried 5 times")
  * although no request reached the server. Such a transfer is started
