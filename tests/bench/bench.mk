@@ -49,11 +49,19 @@ $(BENCH_OUT)/curlfloor: tests/bench/curlfloor.c tests/bench/bench_common.h
 
 bench-tools: $(BENCH_TOOLS)
 
+# curlfloor on the static build's libcurl (mbedTLS) and allocator: the
+# floor of the packaged binary (after `static`, which builds the prefix)
+STATIC_PREFIX = $(or $(STATIC_CACHE),packaging/.cache)/prefix
+$(BENCH_OUT)/curlfloor-static: tests/bench/curlfloor.c tests/bench/bench_common.h static
+	@mkdir -p $(@D)
+	musl-gcc -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -I$(STATIC_PREFIX)/include -o $@ $< -static \
+	  $(STATIC_PREFIX)/lib/mimalloc.o -L$(STATIC_PREFIX)/lib -lcurl -lmbedtls -lmbedx509 -lmbedcrypto -pthread
+
 BENCH_ENV = HOOKD=$(abspath $(HOOKD)) BENCH_BIN=$(abspath $(BENCH_OUT)) \
             HOOKD_STATIC=$(abspath $(STATIC_BUILD))/hookd
 
 # the packaged binary is measured beside the dynamic one (static: packaging.mk)
-bench: $(HOOKD) $(BENCH_TOOLS) static
+bench: $(HOOKD) $(BENCH_TOOLS) static $(BENCH_OUT)/curlfloor-static
 	$(BENCH_ENV) tests/bench/run.sh all
 
 bench-enqueue: $(HOOKD) $(BENCH_TOOLS)
@@ -71,5 +79,5 @@ bench-postgres: $(HOOKD) $(BENCH_TOOLS)
 bench-cluster: $(HOOKD) $(BENCH_TOOLS)
 	$(BENCH_ENV) tests/bench/run.sh cluster
 
-bench-egress: $(HOOKD) $(BENCH_TOOLS) static
+bench-egress: $(HOOKD) $(BENCH_TOOLS) static $(BENCH_OUT)/curlfloor-static
 	$(BENCH_ENV) tests/bench/run.sh egress

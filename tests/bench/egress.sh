@@ -6,9 +6,13 @@
 # 1. Keep-alive cases: EG_N messages streamed in to 1 endpoint and to 100
 #    endpoints on one host, nginx answering 204, over HTTP and over HTTPS
 #    (certificate from a test CA, TLS verified, ca_file = that CA). Each
-#    round measures, back to back: the floor (curlfloor, same URL, 64
-#    connections), the dynamic build, the static build. EG_ROUNDS rounds,
-#    medians reported.
+#    round measures, back to back: each build's floor (curlfloor, same URL,
+#    64 connections, on the same libcurl as the build: Debian's on OpenSSL,
+#    and curlfloor-static on the static build's libcurl, mbedTLS and
+#    mimalloc), the dynamic build, the static build. EG_ROUNDS rounds,
+#    medians reported. Then the reconnect floor: curlfloor -F, a fresh
+#    connection per request with its TLS session resumed (what the
+#    many-hosts case pays per message at least).
 # 2. Many hosts: EG_HOSTS HTTPS endpoints on as many distinct loopback
 #    address:port pairs (one nginx, one listen socket each, answering
 #    after 20 ms), EG_MSGS rounds of one message per endpoint, EG_GAP
@@ -23,6 +27,7 @@ EG_MSGS=${BENCH_EG_MSGS:-20}
 EG_GAP=${BENCH_EG_GAP:-2}
 EG_PARTS=${BENCH_EG_PARTS:-keepalive h2 many}
 HOOKD_STATIC=${HOOKD_STATIC:-$root/build/static/hookd}
+FLOOR_STATIC=${CURLFLOOR_STATIC:-$BIN/curlfloor-static}
 TABLE_OUT=${BENCH_TABLE:-$here/README.md}
 
 # a test CA and one server certificate for localhost, 127.0.0.1 and
@@ -128,15 +133,21 @@ eg_stream() {
   rm -rf "$d"
 }
 
-# the many-hosts run for one binary: eg_many BIN TAG; sets M_CPU (us/msg),
-# M_CONNS (TLS handshakes), M_RES (of them resumed), M_RATE (resumed
-# share of the reconnects: handshakes after each host's first)
+# the many-hosts run for one binary: eg_many BIN TAG; sets M_CPU (us/msg
+# from the first message on), M_NET (the same less what hookd spends idle
+# over as long: its per-second cost measured for EG_IDLE seconds before
+# the first message), M_CONNS (TLS handshakes), M_RES (of them resumed),
+# M_RATE (resumed share of the reconnects: handshakes after each host's
+# first), M_ATT (attempts)
+EG_IDLE=${BENCH_EG_IDLE:-5}
 eg_many() {
-  local bin=$1 tag=$2 d r out w ngx=$work/nginx-many
+  local bin=$1 tag=$2 d r out w ngx=$work/nginx-many c0 c1 c2 t1 t2 n=$((EG_MSGS * EG_HOSTS))
   d=$work/many-$tag
   write_conf "$d" '[delivery]' 'allow_networks = 127.0.0.0/8' "ca_file = $work/certs/ca.pem" "${MANY_EPS[@]}"
   eg_log_start "$ngx"
   HOOKD=$bin start_hookd "$d"
+  # a fixed period is what this measures: hookd's cost with nothing to do
+  c0=$(cpu_s "$HOOKD_PID"); sleep "$EG_IDLE"; c1=$(cpu_s "$HOOKD_PID"); t1=$(date +%s%N)
   for r in $(seq "$EG_MSGS"); do
     bg out "$BIN/loadgen" enqueue -s "$d/hookd.sock" -e h -E "$EG_HOSTS" -c 1 -n "$EG_HOSTS" -w 500 -t "m$tag$r" ||
       { log "enqueue failed: $out"; exit 1; }
@@ -146,27 +157,33 @@ eg_many() {
     # the spread is what this measures: idle connections close between rounds
     [ "$r" = "$EG_MSGS" ] || sleep "$EG_GAP"
   done
-  bg w "$BIN/dbreport" wait "$d/hookd.db" $((EG_MSGS * EG_HOSTS)) 120 || log "  WARNING: not all delivered: $w"
-  M_CPU=$(per_msg_us "$(cpu_s "$HOOKD_PID")" $((EG_MSGS * EG_HOSTS)))
+  bg w "$BIN/dbreport" wait "$d/hookd.db" "$n" 120 || log "  WARNING: not all delivered: $w"
+  c2=$(cpu_s "$HOOKD_PID") t2=$(date +%s%N)
+  M_CPU=$(awk -v a="$c1" -v b="$c2" -v n="$n" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')
+  M_NET=$(awk -v c0="$c0" -v a="$c1" -v b="$c2" -v i="$EG_IDLE" -v w="$(( (t2 - t1) / 1000000 ))" -v n="$n" \
+    'BEGIN { printf "%.1f", ((b - a) - (a - c0) / i * w / 1000) * 1e6 / n }')
+  log "  idle: $(awk -v c0="$c0" -v a="$c1" -v i="$EG_IDLE" 'BEGIN { printf "%.1f", (a - c0) / i * 1000 }') ms CPU/s; run $(( (t2 - t1) / 1000000 )) ms"
   log "  threads ($tag): $(thread_cpu "$HOOKD_PID")"
   stop_pid "$HOOKD_PID"
   eg_log_conns "$ngx" $((EG_MSGS * EG_HOSTS))
-  M_CONNS=$L_CONNS M_RES=$L_RES
+  M_CONNS=$L_CONNS M_RES=$L_RES M_IDLE=$(awk -v c0="$c0" -v a="$c1" -v i="$EG_IDLE" 'BEGIN { printf "%.1f", (a - c0) / i * 1000 }')
   M_RATE=$(awk -v c="$M_CONNS" -v r="$M_RES" -v h="$EG_HOSTS" 'BEGIN { if (c > h) printf "%.3f", r / (c - h); else print "n/a" }')
   local db; db=$("$BIN/dbreport" delivery "$d/hookd.db" 0 || true)
-  log "  many hosts ($tag): $M_CPU us CPU/msg, $M_CONNS TLS handshakes, $M_RES resumed ($M_RATE of reconnects); db: $db"
+  M_ATT=$(kv db_attempts "$db")
+  log "  many hosts ($tag): $M_CPU us CPU/msg ($M_NET less idle), $M_CONNS TLS handshakes, $M_RES resumed ($M_RATE of reconnects), $M_ATT attempts; db: $db"
   rm -rf "$d"
 }
 
 bench_egress() {
   local hport sport ngx rr p k b tag url i a
   local -A rate cpu conns
-  local bins=(dyn) fl bin
+  local bins=(dyn) fl bin fb
+  local -A flr rfl
   command -v openssl >/dev/null || need_pkgs openssl
-  if [ -x "$HOOKD_STATIC" ]; then
+  if [ -x "$HOOKD_STATIC" ] && [ -x "$FLOOR_STATIC" ]; then
     bins+=(static)
   else
-    log "egress: $HOOKD_STATIC missing (make static): the static columns stay empty"
+    log "egress: $HOOKD_STATIC or $FLOOR_STATIC missing (make static): the static columns stay empty"
   fi
   eg_certs "$work/certs"
   hport=$("$BIN/loadgen" freeport)
@@ -183,19 +200,29 @@ bench_egress() {
     for p in http https; do
       for k in 1 100; do
         if [ "$p" = http ]; then url=http://127.0.0.1:$hport/hook; else url=https://localhost:$sport/hook; fi
-        bg fl "$BIN/curlfloor" "$url" -n "$EG_N" -c 64 -C "$work/certs/ca.pem" || log "  curlfloor failed: $fl"
-        log "egress round $rr, $p, $k endpoint(s): floor $fl"
-        rate[floor-$p-$k]+="$(kv floor_rate "$fl") " cpu[floor-$p-$k]+="$(kv floor_cpu_us "$fl") "
+        for b in "${bins[@]}"; do
+          if [ "$b" = dyn ]; then fb=$BIN/curlfloor; else fb=$FLOOR_STATIC; fi
+          bg fl "$fb" "$url" -n "$EG_N" -c 64 -C "$work/certs/ca.pem" || log "  curlfloor failed: $fl"
+          log "egress round $rr, $p, $k endpoint(s): $b floor $fl"
+          rate[floor$b-$p-$k]+="$(kv floor_rate "$fl") " cpu[floor$b-$p-$k]+="$(kv floor_cpu_us "$fl") "
+          flr[$b]=$(kv floor_rate "$fl")
+        done
         for b in "${bins[@]}"; do
           if [ "$b" = dyn ]; then bin=$HOOKD; else bin=$HOOKD_STATIC; fi
           eg_stream "$bin" "$b-$p-$k-$rr" "$url" "$k" "$([ "$p" = https ] && echo "$work/nginx-eg-https")"
           rate[$b-$p-$k]+="$E_RATE " cpu[$b-$p-$k]+="$E_CPU " conns[$b-$p-$k]+="$E_CONNS "
-          rate[q$b-$p-$k]+="$(div "$E_RATE" "$(kv floor_rate "$fl")") "
+          rate[q$b-$p-$k]+="$(div "$E_RATE" "${flr[$b]}") "
         done
       done
     done
   done
   "$SHARED/bench/receiver-nginx.sh" stop "$work/nginx-eg-http"
+  for b in "${bins[@]}"; do
+    if [ "$b" = dyn ]; then fb=$BIN/curlfloor; else fb=$FLOOR_STATIC; fi
+    bg fl "$fb" "https://localhost:$sport/hook" -n 2000 -c 16 -C "$work/certs/ca.pem" -F || log "  curlfloor -F failed: $fl"
+    log "egress: $b reconnect floor (a resumed TLS connection per request): $fl"
+    rfl[$b]=$(kv floor_cpu_us "$fl")
+  done
 
   # HTTP/2 where the receiver offers it (ALPN): 100 endpoints over HTTPS,
   # against the same nginx with http2 on; libcurl's default asks for h2
@@ -231,14 +258,14 @@ bench_egress() {
   done
   "$SHARED/bench/receiver-nginx.sh" stop "$work/nginx-eg-https"
   eg_nginx "$work/nginx-many" "$work/listen-many" 0.02 1 log
-  local -A mcpu mconns mres mrate
+  local -A mcpu mconns mres mrate mnet midle matt
   : >"$work/egress.many.md"
   case " $EG_PARTS " in *" many "*) ;; *) bins=();; esac
   for b in "${bins[@]}"; do
     if [ "$b" = dyn ]; then bin=$HOOKD; else bin=$HOOKD_STATIC; fi
     log "egress: many hosts, $b: $EG_HOSTS HTTPS endpoints on distinct address:port pairs, $EG_MSGS rounds ${EG_GAP}s apart, answers after 20 ms"
     eg_many "$bin" "$b"
-    mcpu[$b]=$M_CPU mconns[$b]=$M_CONNS mres[$b]=$M_RES mrate[$b]=$M_RATE
+    mcpu[$b]=$M_CPU mconns[$b]=$M_CONNS mres[$b]=$M_RES mrate[$b]=$M_RATE mnet[$b]=$M_NET midle[$b]=$M_IDLE matt[$b]=$M_ATT
   done
   "$SHARED/bench/receiver-nginx.sh" stop "$work/nginx-many"
 
@@ -249,11 +276,12 @@ bench_egress() {
   [ "$EG_ROUNDS" -gt 0 ] || cases=
   for p in $cases; do
     for k in 1 100; do
-      fr=$(median ${rate[floor-$p-$k]}) fc=$(median ${cpu[floor-$p-$k]})
-      row "egress $p $k ep: libcurl floor req/s | CPU us/req" "$fr | $fc" "curlfloor, 64 conns; $each: ${rate[floor-$p-$k]}"
-      md="| ${p^^}, $k endpoint$([ "$k" = 1 ] || echo s) | $fr/s, $fc µs"
+      md="| ${p^^}, $k endpoint$([ "$k" = 1 ] || echo s)"
       for b in dyn static; do
-        if [ -z "${rate[$b-$p-$k]:-}" ]; then md="$md | - | - | -"; continue; fi
+        if [ -z "${rate[$b-$p-$k]:-}" ]; then md="$md | - | - | - | -"; continue; fi
+        fr=$(median ${rate[floor$b-$p-$k]}) fc=$(median ${cpu[floor$b-$p-$k]})
+        row "egress $p $k ep: $b libcurl floor req/s | CPU us/req" "$fr | $fc" "curlfloor, 64 conns; $each: ${rate[floor$b-$p-$k]}"
+        md="$md | $fr/s, $fc µs"
         dr=$(median ${rate[q$b-$p-$k]}) dc=$(median ${cpu[$b-$p-$k]})
         row "egress $p $k ep: $b hookd / floor | CPU us/msg" "$dr | $dc" \
           "overhead over the floor $(awk -v a="$dc" -v b="$fc" 'BEGIN { printf "%.1f", a - b }') us; ratios ${rate[q$b-$p-$k]}; CPU ${cpu[$b-$p-$k]}; connections ${conns[$b-$p-$k]}; $(verdict "$dr" "$([ "$k" = 1 ] && echo 0.80 || echo 0.70)")"
@@ -279,10 +307,11 @@ bench_egress() {
   for b in "${bins[@]}"; do
     local ka; ka=$(median ${cpu[$b-https-1]})
     row "egress many hosts, $b: CPU us/msg | x keep-alive" "${mcpu[$b]} | $(div "${mcpu[$b]}" "$ka")" \
-      "$EG_HOSTS hosts x $EG_MSGS msgs; $(verdict_le "$(div "${mcpu[$b]}" "$ka")" 3)"
+      "$EG_HOSTS hosts x $EG_MSGS msgs, ${matt[$b]} attempts; less idle (${midle[$b]} ms/s): ${mnet[$b]} us, $(div "${mnet[$b]}" "$ka")x; $(verdict_le "$(div "${mcpu[$b]}" "$ka")" 3)"
+    row "egress $b reconnect floor: CPU us/req" "${rfl[$b]:-}" "curlfloor -F: a fresh connection per request, TLS session resumed"
     row "egress many hosts, $b: handshakes | resumed | resumed/reconnects" "${mconns[$b]} | ${mres[$b]} | ${mrate[$b]}" \
       "$(verdict "${mrate[$b]}" 0.90)"
-    echo "| many hosts, $([ "$b" = dyn ] && echo dynamic || echo static) build | ${mcpu[$b]} µs per message ($(div "${mcpu[$b]}" "$ka")x its HTTPS keep-alive case) | ${mconns[$b]} TLS handshakes for $((EG_HOSTS * EG_MSGS)) messages | ${mres[$b]} resumed: ${mrate[$b]} of reconnects |" >>"$work/egress.many.md"
+    echo "| many hosts, $([ "$b" = dyn ] && echo dynamic || echo static) build | ${mcpu[$b]} µs per message ($(div "${mcpu[$b]}" "$ka")x its HTTPS keep-alive case); ${mnet[$b]} µs less the idle cost (${midle[$b]} ms of CPU a second) | ${rfl[$b]:--} µs | ${mconns[$b]} TLS handshakes, ${matt[$b]} attempts for $((EG_HOSTS * EG_MSGS)) messages | ${mres[$b]} resumed: ${mrate[$b]} of reconnects |" >>"$work/egress.many.md"
   done
   eg_table >"$work/table.md"
   "$here/readme-table.sh" "$TABLE_OUT" <"$work/table.md" && log "egress: table written to $TABLE_OUT"
@@ -292,8 +321,8 @@ bench_egress() {
 eg_table() {
   echo "Measured by \`make bench\` ($(nproc) cores; $EG_N messages a run, median of $EG_ROUNDS rounds; ratios are each round's own)."
   echo
-  echo "| case | libcurl floor (rate, CPU per request) | dynamic / floor | dynamic CPU per message | dynamic overhead | static / floor | static CPU per message | static overhead | static / dynamic CPU |"
-  echo "|---|---|---|---|---|---|---|---|---|"
+  echo "| case | dynamic build's floor (Debian's libcurl, OpenSSL): rate, CPU per request | dynamic hookd / floor | dynamic CPU per message | dynamic overhead | static build's floor (its libcurl, mbedTLS, mimalloc) | static hookd / its floor | static CPU per message | static overhead | static / dynamic CPU |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
   cat "$work/egress.md"
   echo
   if [ -s "$work/egress.h2.md" ]; then
@@ -302,7 +331,7 @@ eg_table() {
     cat "$work/egress.h2.md"
     echo
   fi
-  echo "| many hosts ($EG_HOSTS HTTPS endpoints, distinct address:port, 20 ms answers, $EG_MSGS rounds ${EG_GAP} s apart, idle connections closed after 1 s) | CPU | TLS handshakes | resumption |"
-  echo "|---|---|---|---|"
+  echo "| many hosts ($EG_HOSTS HTTPS endpoints, distinct address:port, 20 ms answers, $EG_MSGS rounds ${EG_GAP} s apart, idle connections closed after 1 s) | CPU | reconnect floor: a resumed TLS connection per request | TLS handshakes, attempts | resumption |"
+  echo "|---|---|---|---|---|"
   cat "$work/egress.many.md"
 }
