@@ -171,6 +171,19 @@ static void tls_policy(CURL *h, const struct config *c)
     }
 }
 
+/* The local address every connection leaves from, when set (partners
+ * that admit senders by IP). "host!": an address, never an interface
+ * name to look up. */
+static void source_address(CURL *h, const struct config *c)
+{
+    char v[64];
+
+    if (!c->source_address || !*c->source_address)
+        return;
+    snprintf(v, sizeof v, "host!%s", c->source_address);
+    curl_easy_setopt(h, CURLOPT_INTERFACE, v);
+}
+
 struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct netshare *ns)
 {
     struct xfer *x = calloc(1, sizeof *x);
@@ -200,6 +213,7 @@ struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
     curl_easy_setopt(h, CURLOPT_PRIVATE, x);
     tls_policy(h, c);
+    source_address(h, c);
     return x;
 }
 
