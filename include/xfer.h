@@ -25,6 +25,8 @@ struct xfer {
     const struct netpolicy *np; /* the SSRF guard, checked at connect */
     struct netshare *ns;        /* TLS session and DNS caches across threads (may be NULL) */
     CURLSH *share;              /* the share the handle uses now */
+    const char *src_global;     /* [delivery] source_address, or NULL */
+    char src[64];               /* the local address the handle is set to ("": none) */
     /* headers: three per-attempt nodes in front of the endpoint's fixed
      * ones, so an attempt allocates nothing (curl only reads the list) */
     struct ep_conf *hdr_ep;     /* reference: its address cannot be reused */

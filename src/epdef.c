@@ -9,6 +9,7 @@
 #include "tpl.h"
 #include "util.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@ void ep_def_free(struct ep_def *d)
     free(d->rq.success_body);
     free(d->rq.mask_params);
     free(d->rq.ordering_key);
+    free(d->rq.source_address);
     for (i = 0; i < d->rq.nmaps; i++) {
         free(d->rq.map_name[i]);
         free(d->rq.map_spec[i]);
@@ -81,7 +83,8 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
     if (dup_opt(&dst->rq.success_status, src->rq.success_status) < 0 ||
         dup_opt(&dst->rq.success_body, src->rq.success_body) < 0 ||
         dup_opt(&dst->rq.mask_params, src->rq.mask_params) < 0 ||
-        dup_opt(&dst->rq.ordering_key, src->rq.ordering_key) < 0)
+        dup_opt(&dst->rq.ordering_key, src->rq.ordering_key) < 0 ||
+        dup_opt(&dst->rq.source_address, src->rq.source_address) < 0)
         goto fail;
     for (i = 0; i < src->rq.nmaps; i++) {
         if (grow_one(&dst->rq.map_name, i) < 0 || grow_one(&dst->rq.map_spec, i) < 0)
@@ -281,6 +284,14 @@ static int request_set(struct ep_request *rq, const char *key, const char *value
         return set_str(&rq->mask_params, value, 1024, err, errlen);
     if (strcmp(key, "ordering_key") == 0)
         return set_str(&rq->ordering_key, value, 512, err, errlen);
+    if (strcmp(key, "source_address") == 0) {
+        unsigned char a[16];
+        if (inet_pton(AF_INET, value, a) != 1 && inet_pton(AF_INET6, value, a) != 1) {
+            snprintf(err, errlen, "not an IPv4 or IPv6 address");
+            return -1;
+        }
+        return set_str(&rq->source_address, value, 64, err, errlen);
+    }
     if (strncmp(key, "map.", 4) == 0) {
         struct tpl_map m;
         size_t i;
@@ -335,6 +346,8 @@ void ep_request_each(const struct ep_def *d, void (*fn)(void *ctx, const char *k
         fn(ctx, "mask_params", rq->mask_params);
     if (rq->ordering_key)
         fn(ctx, "ordering_key", rq->ordering_key);
+    if (rq->source_address)
+        fn(ctx, "source_address", rq->source_address);
     for (i = 0; i < rq->nmaps; i++) {
         snprintf(key, sizeof key, "map.%s", rq->map_name[i]);
         fn(ctx, key, rq->map_spec[i]);

@@ -171,17 +171,22 @@ static void tls_policy(CURL *h, const struct config *c)
     }
 }
 
-/* The local address every connection leaves from, when set (partners
- * that admit senders by IP). "host!": an address, never an interface
- * name to look up. */
-static void source_address(CURL *h, const struct config *c)
+/* The local address the attempt's connection leaves from (partners that
+ * admit senders by IP): the endpoint's, else [delivery] source_address,
+ * else the kernel's choice. "host!": an address, never an interface name
+ * to look up. Set only when it changes; libcurl reuses a connection only
+ * for the same local address. */
+static void source_address(struct xfer *x, const char *addr)
 {
-    char v[64];
+    char v[80];
 
-    if (!c->source_address || !*c->source_address)
+    if (!addr)
+        addr = "";
+    if (strcmp(addr, x->src) == 0)
         return;
-    snprintf(v, sizeof v, "host!%s", c->source_address);
-    curl_easy_setopt(h, CURLOPT_INTERFACE, v);
+    util_strlcpy(x->src, addr, sizeof x->src);
+    snprintf(v, sizeof v, "host!%s", addr);
+    curl_easy_setopt(x->easy, CURLOPT_INTERFACE, *addr ? v : NULL);
 }
 
 struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct netshare *ns)
@@ -198,6 +203,7 @@ struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct
     }
     x->np = np;
     x->ns = ns;
+    x->src_global = c->source_address && *c->source_address ? c->source_address : NULL;
     /* what never changes between attempts is set once per handle */
     curl_easy_setopt(h, CURLOPT_POST, 1L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -220,7 +226,6 @@ struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
     curl_easy_setopt(h, CURLOPT_PRIVATE, x);
     tls_policy(h, c);
-    source_address(h, c);
     return x;
 }
 
@@ -309,6 +314,7 @@ int xfer_prepare(struct xfer *x, struct djob *j)
         return -1;
     }
     curl_easy_setopt(h, CURLOPT_URL, url);
+    source_address(x, e->def.rq.source_address ? e->def.rq.source_address : x->src_global);
     if (x->ns) {
         /* the host's TLS sessions and addresses, whichever thread and
          * handle connected last (a handle between transfers may switch) */

@@ -33,3 +33,31 @@ def test_source_address_must_be_an_address(tmp_path):
     r = subprocess.run([HOOKD_BIN, "check-config", "-c", str(ini)], capture_output=True, text=True, timeout=30)
     assert r.returncode != 0
     assert "source_address" in r.stderr, r.stderr
+
+
+def test_source_address_per_endpoint(hookd, receiver):
+    """An endpoint's own source_address wins over [delivery]'s; the others
+    inherit it; `hookd endpoints --json` shows the endpoint's."""
+    recv = receiver(200)
+    d = hookd(endpoints={"own": {"url": recv.url("/own"), "source_address": "127.0.0.3"},
+                         "inherits": {"url": recv.url("/inherits")}},
+              sections={"delivery": {"source_address": "127.0.0.2"}})
+    for i, ep in enumerate(("own", "inherits", "own")):
+        r = d.enqueue(ep, {"n": i})
+        assert d.wait_status(r["id"], ("delivered", "dead_letter"), timeout=15)["status"] == "delivered"
+    peers = sorted((q.path, q.peer[0]) for q in recv.requests)
+    assert peers == [("/inherits", "127.0.0.2"), ("/own", "127.0.0.3"), ("/own", "127.0.0.3")], peers
+    out = d.cli("endpoints", "--json")
+    assert '"source_address":"127.0.0.3"' in out.stdout.replace(" ", ""), out.stdout
+
+
+def test_endpoint_source_address_must_be_an_address(tmp_path):
+    ini = tmp_path / "hookd.ini"
+    ini.write_text(render_ini({
+        "storage": {"path": str(tmp_path / "hookd.db")},
+        "server": {"socket": str(tmp_path / "hookd.sock")},
+        "endpoint.a": {"url": "https://example.com/hook", "source_address": "127.0.0.300"},
+    }))
+    r = subprocess.run([HOOKD_BIN, "check-config", "-c", str(ini)], capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0
+    assert "source_address" in r.stderr, r.stderr
