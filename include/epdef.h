@@ -61,6 +61,7 @@ struct ep_request {
     char *mask_params;       /* NULL: EP_MASK_DEFAULT */
     char *ordering_key;      /* NULL: no ordering */
     char *source_address;    /* local address to connect from; NULL: [delivery] source_address */
+    char *ca_file;           /* CAs trusted for this endpoint alone; NULL: [delivery] ca_file */
     char **map_name;         /* nmaps of each (an endpoint per affiliate: */
     char **map_spec;         /* 50,000 of these must stay small) */
     size_t nmaps;

@@ -27,6 +27,10 @@ struct xfer {
     CURLSH *share;              /* the share the handle uses now */
     const char *src_global;     /* [delivery] source_address, or NULL */
     char src[64];               /* the local address the handle is set to ("": none) */
+    const char *ca_global;      /* [delivery] ca_file, or NULL */
+    char *ca_default, *capath_default;  /* libcurl's system store (NULL: none) */
+    char ca[512];               /* the CA file the handle is set to ("": the system store) */
+    int ca_set;                 /* ca holds it */
     /* headers: three per-attempt nodes in front of the endpoint's fixed
      * ones, so an attempt allocates nothing (curl only reads the list) */
     struct ep_conf *hdr_ep;     /* reference: its address cannot be reused */

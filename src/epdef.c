@@ -40,6 +40,7 @@ void ep_def_free(struct ep_def *d)
     free(d->rq.mask_params);
     free(d->rq.ordering_key);
     free(d->rq.source_address);
+    free(d->rq.ca_file);
     for (i = 0; i < d->rq.nmaps; i++) {
         free(d->rq.map_name[i]);
         free(d->rq.map_spec[i]);
@@ -84,7 +85,8 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
         dup_opt(&dst->rq.success_body, src->rq.success_body) < 0 ||
         dup_opt(&dst->rq.mask_params, src->rq.mask_params) < 0 ||
         dup_opt(&dst->rq.ordering_key, src->rq.ordering_key) < 0 ||
-        dup_opt(&dst->rq.source_address, src->rq.source_address) < 0)
+        dup_opt(&dst->rq.source_address, src->rq.source_address) < 0 ||
+        dup_opt(&dst->rq.ca_file, src->rq.ca_file) < 0)
         goto fail;
     for (i = 0; i < src->rq.nmaps; i++) {
         if (grow_one(&dst->rq.map_name, i) < 0 || grow_one(&dst->rq.map_spec, i) < 0)
@@ -292,6 +294,13 @@ static int request_set(struct ep_request *rq, const char *key, const char *value
         }
         return set_str(&rq->source_address, value, 64, err, errlen);
     }
+    if (strcmp(key, "ca_file") == 0) {
+        if (value[0] != '/') {
+            snprintf(err, errlen, "must be an absolute path");
+            return -1;
+        }
+        return set_str(&rq->ca_file, value, 4096, err, errlen);
+    }
     if (strncmp(key, "map.", 4) == 0) {
         struct tpl_map m;
         size_t i;
@@ -348,6 +357,8 @@ void ep_request_each(const struct ep_def *d, void (*fn)(void *ctx, const char *k
         fn(ctx, "ordering_key", rq->ordering_key);
     if (rq->source_address)
         fn(ctx, "source_address", rq->source_address);
+    if (rq->ca_file)
+        fn(ctx, "ca_file", rq->ca_file);
     for (i = 0; i < rq->nmaps; i++) {
         snprintf(key, sizeof key, "map.%s", rq->map_name[i]);
         fn(ctx, key, rq->map_spec[i]);

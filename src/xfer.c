@@ -148,9 +148,9 @@ void xfer_fail(struct djob *j, enum errclass c, const char *msg)
  * static one on mbedTLS): TLS 1.2 or later; no SHA-1 signatures and no
  * RSA key under 2048 bits in a chain (OpenSSL's security level 2, pinned
  * here so a host's openssl.cnf cannot lower it; the static build's
- * libcurl is patched to the same profile, packaging/patches/); ca_file
- * replaces the system store rather than adding to it. */
-static void tls_policy(CURL *h, const struct config *c)
+ * libcurl is patched to the same profile, packaging/patches/). Which CAs:
+ * trust() below. */
+static void tls_policy(CURL *h)
 {
     static int backend = -1;   /* atomic: every thread finds the same */
     int openssl = __atomic_load_n(&backend, __ATOMIC_RELAXED);
@@ -165,10 +165,27 @@ static void tls_policy(CURL *h, const struct config *c)
         curl_easy_setopt(h, CURLOPT_SSL_CIPHER_LIST, "DEFAULT:@SECLEVEL=2");
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (c->ca_file && *c->ca_file) {
-        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
-        curl_easy_setopt(h, CURLOPT_CAPATH, NULL);   /* Debian's libcurl: /etc/ssl/certs */
+}
+
+/* The CAs an attempt trusts: the endpoint's ca_file, else [delivery]
+ * ca_file, either replacing the system store (Debian's libcurl would add
+ * its CA directory, /etc/ssl/certs, to a CAINFO), else the system store.
+ * Set only when it changes; libcurl keeps connections and TLS sessions
+ * apart per CA file. */
+static void trust(struct xfer *x, const char *ca)
+{
+    if (!ca)
+        ca = "";
+    if (x->ca_set && strcmp(ca, x->ca) == 0)
+        return;
+    if (strlen(ca) >= sizeof x->ca) {
+        x->ca_set = 0;   /* not cached: set each time */
+    } else {
+        util_strlcpy(x->ca, ca, sizeof x->ca);
+        x->ca_set = 1;
     }
+    curl_easy_setopt(x->easy, CURLOPT_CAINFO, *ca ? ca : x->ca_default);
+    curl_easy_setopt(x->easy, CURLOPT_CAPATH, *ca ? NULL : x->capath_default);
 }
 
 /* The local address the attempt's connection leaves from (partners that
@@ -204,6 +221,7 @@ struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct
     x->np = np;
     x->ns = ns;
     x->src_global = c->source_address && *c->source_address ? c->source_address : NULL;
+    x->ca_global = c->ca_file && *c->ca_file ? c->ca_file : NULL;
     /* what never changes between attempts is set once per handle */
     curl_easy_setopt(h, CURLOPT_POST, 1L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -225,8 +243,20 @@ struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct
     curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
     curl_easy_setopt(h, CURLOPT_PRIVATE, x);
-    tls_policy(h, c);
+    tls_policy(h);
+    /* libcurl's built-in system store, to go back to after an endpoint's own */
+    {
+        char *v = NULL;
+        if (curl_easy_getinfo(h, CURLINFO_CAINFO, &v) == CURLE_OK && v && !(x->ca_default = strdup(v)))
+            goto fail;
+        v = NULL;
+        if (curl_easy_getinfo(h, CURLINFO_CAPATH, &v) == CURLE_OK && v && !(x->capath_default = strdup(v)))
+            goto fail;
+    }
     return x;
+fail:
+    xfer_destroy(x);
+    return NULL;
 }
 
 void xfer_reset(struct xfer *x)
@@ -273,6 +303,8 @@ void xfer_destroy(struct xfer *x)
     ep_conf_unref(x->hdr_ep);
     buf_free(&x->seen);
     postback_req_free(&x->rq);
+    free(x->ca_default);
+    free(x->capath_default);
     free(x);
 }
 
@@ -315,6 +347,7 @@ int xfer_prepare(struct xfer *x, struct djob *j)
     }
     curl_easy_setopt(h, CURLOPT_URL, url);
     source_address(x, e->def.rq.source_address ? e->def.rq.source_address : x->src_global);
+    trust(x, e->def.rq.ca_file ? e->def.rq.ca_file : x->ca_global);
     if (x->ns) {
         /* the host's TLS sessions and addresses, whichever thread and
          * handle connected last (a handle between transfers may switch) */

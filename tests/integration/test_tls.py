@@ -323,3 +323,28 @@ def test_http2_offered_stays_on_http_1_1(hookd, pki, tmp_path):
         assert len(lines) == 200 and {l.split()[3] for l in lines} == {"HTTP/1.1"}, lines[:3]
     finally:
         n.stop()
+
+
+def test_ca_file_per_endpoint(hookd, nginx, pki):
+    """An endpoint's own ca_file replaces [delivery] ca_file (and the
+    system store) for it alone: the endpoint trusting the other CA reaches
+    the server it signed and is refused by the one the global CA signed;
+    an endpoint without its own uses the global one."""
+    ours = nginx(pki["good"])          # signed by ca ([delivery] ca_file)
+    theirs = nginx(pki["by_other"])    # signed by other_ca
+    other = str(pki["other_ca"])
+    d = hookd(endpoints={"global": tls_ep(ours.url("localhost")),
+                         "own": dict(tls_ep(theirs.url("localhost")), ca_file=other),
+                         "own_wrong": dict(tls_ep(ours.url("localhost", "/wrong")), ca_file=other)},
+              sections={"delivery": dict(LOCAL, ca_file=str(pki["ca"]))})
+    for ep in ("global", "own"):
+        row, _ = deliver_one(d, ep)
+        assert row["status"] == "delivered", (ep, row)
+    row, msg = deliver_one(d, "own_wrong")
+    assert row["status"] == "dead_letter" and [a["error_class"] for a in msg["attempts"]] == ["tls"], msg
+    assert not any("/wrong" in l for l in ours.requests())
+    # and back: the handles that served "own" trust the global CA again
+    row, _ = deliver_one(d, "global")
+    assert row["status"] == "delivered", row
+    out = d.cli("endpoints", "--json").stdout
+    assert other in out, out
