@@ -48,6 +48,7 @@ LIB_SRCS := \
 	src/slotq.c \
 	src/xfer.c \
 	src/esc.c \
+	src/netshare.c \
 	src/util.c \
 	src/jscan.c \
 	src/log.c \

@@ -60,6 +60,7 @@ struct config {
     int64_t workers;
     char *allow_networks;
     char *ca_file;
+    char *source_address;    /* local address connections leave from ("": the kernel's choice) */
     int64_t shutdown_grace_ms;
     int64_t claim_batch;
     int64_t max_in_flight_total;

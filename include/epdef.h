@@ -68,6 +68,8 @@ struct ep_request {
     char *filter;            /* NULL: every message (filter.h) */
     char *delay;             /* a duration: rows wait this long first; NULL: none */
     char *raw_allow;         /* {x|raw} macros whose value may hold URL syntax; NULL: none */
+    char *source_address;    /* local address to connect from; NULL: [delivery] source_address */
+    char *ca_file;           /* CAs trusted for this endpoint alone; NULL: [delivery] ca_file */
     char **map_name;         /* nmaps of each (an endpoint per affiliate: */
     char **map_spec;         /* 50,000 of these must stay small) */
     size_t nmaps;

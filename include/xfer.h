@@ -23,6 +23,14 @@ struct xfer {
     CURL *easy;                 /* configured once; per-job options only */
     struct djob *job;
     const struct netpolicy *np; /* the SSRF guard, checked at connect */
+    struct netshare *ns;        /* TLS session and DNS caches across threads (may be NULL) */
+    CURLSH *share;              /* the share the handle uses now */
+    const char *src_global;     /* [delivery] source_address, or NULL */
+    char src[64];               /* the local address the handle is set to ("": none) */
+    const char *ca_global;      /* [delivery] ca_file, or NULL */
+    char *ca_default, *capath_default;  /* libcurl's system store (NULL: none) */
+    char ca[512];               /* the CA file the handle is set to ("": the system store) */
+    int ca_set;                 /* ca holds it */
     /* headers: three per-attempt nodes in front of the endpoint's fixed
      * ones, so an attempt allocates nothing (curl only reads the list) */
     struct ep_conf *hdr_ep;     /* reference: its address cannot be reused */
@@ -37,6 +45,7 @@ struct xfer {
     int body_capped;
     int blocked;
     int counted;                /* deliver.c: holds one of its host's slots (slotq) */
+    int restarted;              /* started again after a dead reused connection */
     const char *block_reason;
     char snippet[POSTBACK_EXCERPT + 1];
     size_t snip_len;
@@ -46,9 +55,10 @@ struct xfer {
     char errbuf[CURL_ERROR_SIZE];
 };
 
-/* A handle with everything that never changes between attempts set.
- * NULL when out of memory. */
-struct xfer *xfer_new(const struct config *c, const struct netpolicy *np);
+struct netshare;
+/* A handle with everything that never changes between attempts set;
+ * ns (or NULL) outlives it. NULL when out of memory. */
+struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct netshare *ns);
 /* Clear what one attempt left behind, before the next. */
 void xfer_reset(struct xfer *x);
 void xfer_destroy(struct xfer *x);
@@ -57,6 +67,9 @@ void xfer_fail(struct djob *j, enum errclass c, const char *msg);
 /* Set x up to send j (j->started_at set; x->job = j). -1: j failed in
  * place (its template, its headers), nothing to send. */
 int xfer_prepare(struct xfer *x, struct djob *j);
+/* The attempt ended with rc on a dead reused connection, nothing received,
+ * and may be started again (once per attempt; see xfer.c): 1, x ready. */
+int xfer_restartable(struct xfer *x, CURLcode rc);
 /* The attempt ended with rc: its status, timing, Retry-After, excerpt
  * and verdict into x->job. */
 void xfer_result(struct xfer *x, CURLcode rc);

@@ -20,11 +20,13 @@ BUILD=${STATIC_BUILD:-build/static}
 MAKE=${MAKE:-make}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 # Bump when the way a dependency is built changes: forces a rebuild of the prefix.
-RECIPE=5
+RECIPE=6
 PREFIX=$CACHE/prefix
 SRC=$CACHE/src
 DL=$CACHE/dl
 STAMPS=$CACHE/stamps-r$RECIPE
+# hookd's own changes to the Debian sources (see packaging/README.md)
+PATCHES=$TOP/packaging/patches
 TOOLS="musl-tools dpkg-dev tcl xz-utils file debian-archive-keyring gcc make pkg-config"
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 DEP_CFLAGS="-O2 -ffunction-sections -fdata-sections -ffile-prefix-map=$CACHE=."
@@ -135,7 +137,7 @@ unpack() { # source-package -> $SRC/<pkg> with Debian's patches applied; sets $s
 }
 
 get_sources() {
-    for p in mbedtls curl sqlite3 cjson ncurses; do
+    for p in mbedtls curl sqlite3 cjson ncurses mimalloc; do
         fetch "$p" || die "could not download the Debian source package $p"
     done
     # the security pool's newest postgresql-15 source has answered 404;
@@ -152,7 +154,7 @@ get_sources() {
         say "bookworm libinih not downloadable; falling back to trixie's"
         fetch libinih trixie || die "could not download libinih (bookworm or trixie)"
     fi
-    for p in mbedtls curl sqlite3 cjson libinih ncurses postgresql-15; do unpack "$p"; done
+    for p in mbedtls curl sqlite3 cjson libinih ncurses postgresql-15 mimalloc; do unpack "$p"; done
 }
 
 # ---------------------------------------------------------------- builds
@@ -178,6 +180,9 @@ build_mbedtls() {
     e=library/entropy_poll.c
     sed -i 's|defined(__linux__) && defined(__GLIBC__)|defined(__linux__)|' "$e"
     grep -q 'defined(__GLIBC__)' "$e" && die "mbedtls: getrandom condition not widened in $e"
+    # certificates for IP addresses: match subjectAltName iPAddress
+    # entries (2.28 compares the address with DNS names only)
+    patch -p1 -s -f <"$PATCHES/mbedtls-ip-san.patch" || die "mbedtls: $PATCHES/mbedtls-ip-san.patch does not apply"
     $MAKE -C library -j"$JOBS" CC=musl-gcc AR=ar CFLAGS="$DEP_CFLAGS" static
     mkdir -p "$PREFIX/lib" "$PREFIX/include"
     cp library/libmbedtls.a library/libmbedx509.a library/libmbedcrypto.a "$PREFIX/lib/"
@@ -193,6 +198,9 @@ build_curl() {
             patch -p1 -R -s -f <"debian/patches/$p"
         fi
     done
+    # the dynamic build's certificate policy (no SHA-1, RSA >= 2048), and
+    # session tickets for resumption
+    patch -p1 -s -f <"$PATCHES/curl-mbedtls-policy.patch" || die "curl: $PATCHES/curl-mbedtls-policy.patch does not apply"
     rm -rf build-musl; mkdir build-musl; cd build-musl
     ../configure CC=musl-gcc CFLAGS="$DEP_CFLAGS" CPPFLAGS="-I$PREFIX/include" LDFLAGS="-L$PREFIX/lib" \
         --prefix="$PREFIX" --disable-shared --enable-static \
@@ -304,6 +312,28 @@ build_libpq() {
     write_pc libpq libpq "$v" "-lpq" "-lpgcommon_shlib -lpgport_shlib -lpthread" "-I\${includedir}"
 }
 
+# mimalloc replaces musl's malloc in the whole binary (hookd, libcurl,
+# mbedTLS, SQLite): musl's allocator hands memory back to the kernel on
+# nearly every free (madvise/munmap, each a TLB shootdown across the
+# delivery threads) and serialises threads on one lock. One object file
+# (src/static.c is the library as a single unit) that defines malloc,
+# free and the rest: build_hookd links it as an object, so every
+# reference resolves to it and no part of musl's malloc is pulled in.
+build_mimalloc() {
+    cd "$SRC/mimalloc"
+    [ -f src/static.c ] && [ -f src/alloc-override.c ] || die "mimalloc: src/static.c or alloc-override.c missing"
+    # __USE_ISOC11: alloc-override.c defines aligned_alloc only under
+    # glibc's name for C11; musl's own would hand out mallocng memory
+    musl-gcc $DEP_CFLAGS -DNDEBUG -DMI_MALLOC_OVERRIDE -DMI_STATIC_LIB -DMI_SECURE=0 -D__USE_ISOC11=1 \
+        -ftls-model=initial-exec -fno-builtin-malloc -Iinclude -c -o mimalloc.o src/static.c
+    for f in malloc free calloc realloc aligned_alloc posix_memalign memalign malloc_usable_size; do
+        nm mimalloc.o | grep -q " T $f\$" || die "mimalloc: mimalloc.o does not define $f"
+    done
+    mkdir -p "$PREFIX/lib" "$PREFIX/include"
+    cp mimalloc.o "$PREFIX/lib/mimalloc.o"
+    cp include/mimalloc.h "$PREFIX/include/"
+}
+
 write_pc() { # file name version libs libs.private cflags
     mkdir -p "$PREFIX/lib/pkgconfig"
     cat >"$PREFIX/lib/pkgconfig/$1.pc" <<EOF
@@ -330,7 +360,8 @@ build_deps() {
     timed libinih build_libinih
     timed ncurses build_ncurses
     timed libpq build_libpq
-    for a in libpq.a libpgcommon_shlib.a libpgport_shlib.a; do
+    timed mimalloc build_mimalloc
+    for a in libpq.a libpgcommon_shlib.a libpgport_shlib.a mimalloc.o; do
         [ -f "$PREFIX/lib/$a" ] || die "missing $PREFIX/lib/$a"
     done
     for pc in sqlite3 libcurl libcjson inih ncursesw libpq; do
@@ -346,15 +377,29 @@ build_hookd() {
     PKG_CONFIG_LIBDIR=$PREFIX/lib/pkgconfig PKG_CONFIG_PATH= PKG_CONFIG_SYSROOT_DIR= \
     $MAKE -j"$JOBS" BUILD="$BUILD" CC=musl-gcc PKG_CONFIG="pkg-config --static" \
         OPT="-O2 -g -ffunction-sections -fdata-sections -ffile-prefix-map=$TOP=." \
-        LDFLAGS="-static -pthread -L$PREFIX/lib -Wl,--gc-sections -Wl,--build-id" \
+        LDFLAGS="-static -pthread -L$PREFIX/lib -Wl,--gc-sections -Wl,--build-id $PREFIX/lib/mimalloc.o" \
         "$BUILD/hookd"
     out=$BUILD/hookd
     file "$out" | grep -q 'statically linked' || die "$out is not statically linked: $(file "$out")"
     if ldd "$out" >/dev/null 2>&1; then die "ldd thinks $out is dynamic"; fi
+    check_allocator "$out"
     strip --strip-all --remove-section=.comment -o "$out.stripped.tmp" "$out" && mv "$out.stripped.tmp" "$out.stripped"
     "$out.stripped" --version >/dev/null || die "$out.stripped --version failed"
     say "hookd: built in $(( $(now) - t0 )) s: $out ($(stat -c %s "$out") bytes), $out.stripped ($(stat -c %s "$out.stripped") bytes)"
     say "$(file -b "$out.stripped")"
+}
+
+# malloc and free must be mimalloc's (aliases of mi_malloc and mi_free),
+# and mimalloc must be the one running: it answers MIMALLOC_VERBOSE
+check_allocator() { # binary
+    a=$(nm "$1" | awk '$3 == "malloc" { print $1 }')
+    b=$(nm "$1" | awk '$3 == "mi_malloc" { print $1 }')
+    [ -n "$a" ] && [ "$a" = "$b" ] || die "$1: malloc is not mimalloc's (malloc=$a mi_malloc=$b)"
+    a=$(nm "$1" | awk '$3 == "free" { print $1 }')
+    b=$(nm "$1" | awk '$3 == "mi_free" { print $1 }')
+    [ -n "$a" ] && [ "$a" = "$b" ] || die "$1: free is not mimalloc's (free=$a mi_free=$b)"
+    MIMALLOC_VERBOSE=1 "$1" --version 2>&1 >/dev/null | grep -q '^mimalloc: ' ||
+        die "$1: mimalloc did not answer MIMALLOC_VERBOSE=1"
 }
 
 # ---------------------------------------------------------------- main

@@ -11,6 +11,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <grp.h>
 #include <ini.h>
 #include <pwd.h>
@@ -384,6 +385,13 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
         util_strlcpy(tmp, err, sizeof tmp);
         snprintf(err, errlen, "%s: [delivery] allow_networks: %s", path, tmp);
         return -1;
+    }
+    if (*c->source_address) {
+        unsigned char a[16];
+        if (inet_pton(AF_INET, c->source_address, a) != 1 && inet_pton(AF_INET6, c->source_address, a) != 1) {
+            snprintf(err, errlen, "%s: [delivery] source_address: not an IPv4 or IPv6 address", path);
+            return -1;
+        }
     }
     if (*c->group && !getgrnam(c->group)) {
         snprintf(err, errlen, "%s: [server] group: unknown group '%s'", path, c->group);

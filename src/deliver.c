@@ -4,6 +4,7 @@
 #include "deliver.h"
 #include "log.h"
 #include "netpolicy.h"
+#include "netshare.h"
 #include "slotq.h"
 #include "util.h"
 #include "xfer.h"
@@ -41,6 +42,7 @@ struct dthread {
 struct deliver {
     const struct config *c;
     struct netpolicy np;
+    struct netshare *ns;    /* TLS sessions and DNS, every thread's handles */
     int n;          /* threads running; atomic (deliver_submit reads it) */
     int nalloc;     /* threads set up (to free) */
     struct dthread *t;
@@ -64,7 +66,7 @@ static struct xfer *xfer_get(struct dthread *t)
 
     if (x)
         t->spare = x->next;
-    else if (!(x = xfer_new(t->d->c, &t->d->np)))
+    else if (!(x = xfer_new(t->d->c, &t->d->np, t->d->ns)))
         return NULL;
     x->next = x->prev = NULL;
     xfer_reset(x);
@@ -284,6 +286,11 @@ static void collect_done(struct dthread *t, struct djob ***dtail)
         int counted;
         uint64_t h;
         curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+        if (xfer_restartable(x, m->data.result)) {
+            curl_multi_remove_handle(t->multi, x->easy);
+            if (curl_multi_add_handle(t->multi, x->easy) == CURLM_OK)
+                continue;
+        }
         j = x->job;
         counted = x->counted;
         h = j->ep->host_hash;
@@ -418,7 +425,10 @@ int deliver_start(struct deliver **out, const struct config *c, int nthreads, de
         return -1;
     }
     d->t = calloc((size_t)nthreads, sizeof *d->t);
-    if (!d->t) {
+    d->ns = netshare_new();
+    if (!d->t || !d->ns) {
+        netshare_free(d->ns);
+        free(d->t);
         free(d);
         return -1;
     }
@@ -559,6 +569,9 @@ void deliver_free(struct deliver *d)
         slotq_free(t->eps);
         pthread_mutex_destroy(&t->mu);
     }
+    /* after every handle that used a share is gone (the multis' closing
+     * connections hold no share data) */
+    netshare_free(d->ns);
     free(d->t);
     free(d);
 }

@@ -11,6 +11,7 @@
 #include "tpl.h"
 #include "util.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,8 @@ void ep_def_free(struct ep_def *d)
     free(d->rq.filter);
     free(d->rq.delay);
     free(d->rq.raw_allow);
+    free(d->rq.source_address);
+    free(d->rq.ca_file);
     for (i = 0; i < d->rq.nmaps; i++) {
         free(d->rq.map_name[i]);
         free(d->rq.map_spec[i]);
@@ -137,7 +140,9 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
         dup_opt(&dst->rq.ordering_key, src->rq.ordering_key) < 0 ||
         dup_opt(&dst->rq.signature_header, src->rq.signature_header) < 0 ||
         dup_opt(&dst->rq.filter, src->rq.filter) < 0 || dup_opt(&dst->rq.delay, src->rq.delay) < 0 ||
-        dup_opt(&dst->rq.raw_allow, src->rq.raw_allow) < 0)
+        dup_opt(&dst->rq.raw_allow, src->rq.raw_allow) < 0 ||
+        dup_opt(&dst->rq.source_address, src->rq.source_address) < 0 ||
+        dup_opt(&dst->rq.ca_file, src->rq.ca_file) < 0)
         goto fail;
     for (i = 0; i < src->rq.nmaps; i++) {
         if (grow_one(&dst->rq.map_name, i) < 0 || grow_one(&dst->rq.map_spec, i) < 0)
@@ -368,6 +373,21 @@ static int request_set(struct ep_request *rq, const char *key, const char *value
     }
     if (strcmp(key, "raw_allow") == 0)   /* checked against the url by ep_request_validate */
         return set_str(&rq->raw_allow, value, 512, err, errlen);
+    if (strcmp(key, "source_address") == 0) {
+        unsigned char a[16];
+        if (inet_pton(AF_INET, value, a) != 1 && inet_pton(AF_INET6, value, a) != 1) {
+            snprintf(err, errlen, "not an IPv4 or IPv6 address");
+            return -1;
+        }
+        return set_str(&rq->source_address, value, 64, err, errlen);
+    }
+    if (strcmp(key, "ca_file") == 0) {
+        if (value[0] != '/') {
+            snprintf(err, errlen, "must be an absolute path");
+            return -1;
+        }
+        return set_str(&rq->ca_file, value, 4096, err, errlen);
+    }
     if (strncmp(key, "map.", 4) == 0) {
         struct tpl_map m;
         size_t i;
@@ -430,6 +450,10 @@ void ep_request_each(const struct ep_def *d, void (*fn)(void *ctx, const char *k
         fn(ctx, "delay", rq->delay);
     if (rq->raw_allow)
         fn(ctx, "raw_allow", rq->raw_allow);
+    if (rq->source_address)
+        fn(ctx, "source_address", rq->source_address);
+    if (rq->ca_file)
+        fn(ctx, "ca_file", rq->ca_file);
     for (i = 0; i < rq->nmaps; i++) {
         snprintf(key, sizeof key, "map.%s", rq->map_name[i]);
         fn(ctx, key, rq->map_spec[i]);

@@ -82,6 +82,7 @@ static const struct cfg_def cfg_table[] = {
     {"delivery", "max_attempts", T_INT, D(max_attempts), 1, 1000, "5", "attempts before dead letter", NULL},
     {"delivery", "allow_networks", T_STR, C(allow_networks), 0, 0, "", "CIDRs deliveries may reach despite the SSRF guard", NULL},
     {"delivery", "ca_file", T_STR, C(ca_file), 0, 0, "", "CA bundle for HTTPS (empty: system default)", NULL},
+    {"delivery", "source_address", T_STR, C(source_address), 0, 0, "", "local IP address deliveries connect from (empty: the kernel's choice)", NULL},
     {"delivery", "shutdown_grace", T_DUR, C(shutdown_grace_ms), 0, 600000, "10s", "on SIGTERM, time for transfers to finish", NULL},
     {"delivery", "claim_batch", T_INT, C(claim_batch), 1, 100000, "1024", "rows claimed per writer round", NULL},
     {"delivery", "rate", T_RATE, D(rate), 0, 0, "0", "default per-endpoint rate limits (e.g. 10/s or 100/m, 1000/h; 0 unlimited)", NULL},

@@ -1,5 +1,6 @@
 /* xfer.c - one HTTP attempt on a reusable easy handle (see xfer.h). */
 #include "xfer.h"
+#include "netshare.h"
 #include "outcome.h"
 #include "retry_after.h"
 
@@ -153,7 +154,69 @@ void xfer_fail(struct djob *j, enum errclass c, const char *msg)
     util_strlcpy(j->error, msg, sizeof j->error);
 }
 
-struct xfer *xfer_new(const struct config *c, const struct netpolicy *np)
+/* The TLS policy both builds apply (Debian's libcurl on OpenSSL, the
+ * static one on mbedTLS): TLS 1.2 or later; no SHA-1 signatures and no
+ * RSA key under 2048 bits in a chain (OpenSSL's security level 2, pinned
+ * here so a host's openssl.cnf cannot lower it; the static build's
+ * libcurl is patched to the same profile, packaging/patches/). Which CAs:
+ * trust() below. */
+static void tls_policy(CURL *h)
+{
+    static int backend = -1;   /* atomic: every thread finds the same */
+    int openssl = __atomic_load_n(&backend, __ATOMIC_RELAXED);
+
+    if (openssl < 0) {
+        const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+        openssl = v && v->ssl_version && strncmp(v->ssl_version, "OpenSSL", 7) == 0;
+        __atomic_store_n(&backend, openssl, __ATOMIC_RELAXED);
+    }
+    curl_easy_setopt(h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+    if (openssl)
+        curl_easy_setopt(h, CURLOPT_SSL_CIPHER_LIST, "DEFAULT:@SECLEVEL=2");
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+}
+
+/* The CAs an attempt trusts: the endpoint's ca_file, else [delivery]
+ * ca_file, either replacing the system store (Debian's libcurl would add
+ * its CA directory, /etc/ssl/certs, to a CAINFO), else the system store.
+ * Set only when it changes; libcurl keeps connections and TLS sessions
+ * apart per CA file. */
+static void trust(struct xfer *x, const char *ca)
+{
+    if (!ca)
+        ca = "";
+    if (x->ca_set && strcmp(ca, x->ca) == 0)
+        return;
+    if (strlen(ca) >= sizeof x->ca) {
+        x->ca_set = 0;   /* not cached: set each time */
+    } else {
+        util_strlcpy(x->ca, ca, sizeof x->ca);
+        x->ca_set = 1;
+    }
+    curl_easy_setopt(x->easy, CURLOPT_CAINFO, *ca ? ca : x->ca_default);
+    curl_easy_setopt(x->easy, CURLOPT_CAPATH, *ca ? NULL : x->capath_default);
+}
+
+/* The local address the attempt's connection leaves from (partners that
+ * admit senders by IP): the endpoint's, else [delivery] source_address,
+ * else the kernel's choice. "host!": an address, never an interface name
+ * to look up. Set only when it changes; libcurl reuses a connection only
+ * for the same local address. */
+static void source_address(struct xfer *x, const char *addr)
+{
+    char v[80];
+
+    if (!addr)
+        addr = "";
+    if (strcmp(addr, x->src) == 0)
+        return;
+    util_strlcpy(x->src, addr, sizeof x->src);
+    snprintf(v, sizeof v, "host!%s", addr);
+    curl_easy_setopt(x->easy, CURLOPT_INTERFACE, *addr ? v : NULL);
+}
+
+struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct netshare *ns)
 {
     struct xfer *x = calloc(1, sizeof *x);
     CURL *h;
@@ -166,11 +229,21 @@ struct xfer *xfer_new(const struct config *c, const struct netpolicy *np)
         return NULL;
     }
     x->np = np;
+    x->ns = ns;
+    x->src_global = c->source_address && *c->source_address ? c->source_address : NULL;
+    x->ca_global = c->ca_file && *c->ca_file ? c->ca_file : NULL;
     /* what never changes between attempts is set once per handle */
     curl_easy_setopt(h, CURLOPT_POST, 1L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    /* HTTP/1.1 even where the receiver offers HTTP/2 (the static build has
+     * no HTTP/2 at all). Debian's libcurl 7.88 fails a POST whose answer
+     * came before the server read the body (nginx's "return 204": the
+     * answer, then RST_STREAM NO_ERROR) with "Stream error in the HTTP/2
+     * framing layer": a delivered event counted failed and sent again;
+     * measured, a third of the attempts at 100 endpoints (make bench). */
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(h, CURLOPT_PROXY, "");   /* no proxy from the environment */
     curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open_socket);
     curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, x);
@@ -180,15 +253,25 @@ struct xfer *xfer_new(const struct config *c, const struct netpolicy *np)
     curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
     curl_easy_setopt(h, CURLOPT_PRIVATE, x);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (c->ca_file && *c->ca_file)
-        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+    tls_policy(h);
+    /* libcurl's built-in system store, to go back to after an endpoint's own */
+    {
+        char *v = NULL;
+        if (curl_easy_getinfo(h, CURLINFO_CAINFO, &v) == CURLE_OK && v && !(x->ca_default = strdup(v)))
+            goto fail;
+        v = NULL;
+        if (curl_easy_getinfo(h, CURLINFO_CAPATH, &v) == CURLE_OK && v && !(x->capath_default = strdup(v)))
+            goto fail;
+    }
     return x;
+fail:
+    xfer_destroy(x);
+    return NULL;
 }
 
 void xfer_reset(struct xfer *x)
 {
+    x->restarted = 0;
     x->body_seen = 0;
     x->body_capped = 0;
     x->blocked = 0;
@@ -199,6 +282,30 @@ void xfer_reset(struct xfer *x)
     x->errbuf[0] = '\0';
 }
 
+/* libcurl 7.88 retries a request by itself when a reused connection
+ * turns out closed before anything came back (the server's idle close
+ * crossed the request, or its close_notify, pending unread, made the
+ * connection look alive), but counts those retries per easy handle and
+ * never resets the count between transfers: every sixth one in a
+ * handle's life fails its transfer ("Connection died, tried 5 times")
+ * although no request reached the server. Such a transfer is started
+ * again, once, as curl would have. */
+int xfer_restartable(struct xfer *x, CURLcode rc)
+{
+    long status = 0, hdr = 0;
+
+    if (rc != CURLE_SEND_ERROR || x->restarted || x->body_seen || strncmp(x->errbuf, "Connection died", 15) != 0)
+        return 0;
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(x->easy, CURLINFO_HEADER_SIZE, &hdr);
+    if (status || hdr)
+        return 0;
+    x->restarted = 1;
+    x->retry_after[0] = '\0';
+    x->errbuf[0] = '\0';
+    return 1;
+}
+
 void xfer_destroy(struct xfer *x)
 {
     curl_easy_cleanup(x->easy);
@@ -206,6 +313,8 @@ void xfer_destroy(struct xfer *x)
     ep_conf_unref(x->hdr_ep);
     buf_free(&x->seen);
     postback_req_free(&x->rq);
+    free(x->ca_default);
+    free(x->capath_default);
     free(x);
 }
 
@@ -247,6 +356,15 @@ int xfer_prepare(struct xfer *x, struct djob *j)
         return -1;
     }
     curl_easy_setopt(h, CURLOPT_URL, url);
+    source_address(x, e->def.rq.source_address ? e->def.rq.source_address : x->src_global);
+    trust(x, e->def.rq.ca_file ? e->def.rq.ca_file : x->ca_global);
+    if (x->ns) {
+        /* the host's TLS sessions and addresses, whichever thread and
+         * handle connected last (a handle between transfers may switch) */
+        CURLSH *sh = netshare_for(x->ns, e->host_hash);
+        if (sh != x->share && curl_easy_setopt(h, CURLOPT_SHARE, sh) == CURLE_OK)
+            x->share = sh;
+    }
     if (e->def.rq.method == EP_GET) {
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);

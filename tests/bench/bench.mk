@@ -11,10 +11,15 @@
 #                         ratio to the seed design
 #   make bench-cluster    two hookd nodes on one PostgreSQL vs one, against
 #                         a receiver answering after 50 ms (nginx echo_sleep)
+#   make bench-egress     the static (packaged) binary beside the dynamic one
+#                         and the libcurl floor, HTTP and HTTPS, 1 and 100
+#                         endpoints; 1,000 HTTPS hosts: TLS resumption, CPU;
+#                         writes the table in tests/bench/README.md
 # Knobs (make VAR=...): BENCH_ENQ_N BENCH_DEL_N BENCH_LAT_RATES BENCH_LAT_SECS
 # BENCH_WRK_SECS BENCH_SEED_N BENCH_SEED_K BENCH_SEED=0 (skip the seed)
 # BENCH_SCALE_NEPS BENCH_SCALE_MSGS BENCH_SCALE_SECS BENCH_CL_N BENCH_CL_EPS
-# BENCH_CL_INFLIGHT.
+# BENCH_CL_INFLIGHT BENCH_EG_N BENCH_EG_ROUNDS BENCH_EG_HOSTS BENCH_EG_MSGS
+# BENCH_EG_GAP.
 # Results: build/bench/results.txt (see tests/bench/README.md).
 
 BENCH_OUT   := $(BUILD)/bench
@@ -23,7 +28,7 @@ BENCH_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
                 $(shell $(PKG_CONFIG) --cflags sqlite3 2>/dev/null)
 BENCH_LIBS  := $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null || echo -lsqlite3)
 
-.PHONY: bench bench-enqueue bench-delivery bench-scale bench-postgres bench-cluster bench-tools
+.PHONY: bench bench-enqueue bench-delivery bench-scale bench-postgres bench-cluster bench-egress bench-tools
 
 $(BENCH_OUT)/loadgen: tests/bench/loadgen.c tests/bench/bench_common.h
 	@mkdir -p $(@D)
@@ -44,9 +49,19 @@ $(BENCH_OUT)/curlfloor: tests/bench/curlfloor.c tests/bench/bench_common.h
 
 bench-tools: $(BENCH_TOOLS)
 
-BENCH_ENV = HOOKD=$(abspath $(HOOKD)) BENCH_BIN=$(abspath $(BENCH_OUT))
+# curlfloor on the static build's libcurl (mbedTLS) and allocator: the
+# floor of the packaged binary (after `static`, which builds the prefix)
+STATIC_PREFIX = $(or $(STATIC_CACHE),packaging/.cache)/prefix
+$(BENCH_OUT)/curlfloor-static: tests/bench/curlfloor.c tests/bench/bench_common.h static
+	@mkdir -p $(@D)
+	musl-gcc -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -I$(STATIC_PREFIX)/include -o $@ $< -static \
+	  $(STATIC_PREFIX)/lib/mimalloc.o -L$(STATIC_PREFIX)/lib -lcurl -lmbedtls -lmbedx509 -lmbedcrypto -pthread
 
-bench: $(HOOKD) $(BENCH_TOOLS)
+BENCH_ENV = HOOKD=$(abspath $(HOOKD)) BENCH_BIN=$(abspath $(BENCH_OUT)) \
+            HOOKD_STATIC=$(abspath $(STATIC_BUILD))/hookd
+
+# the packaged binary is measured beside the dynamic one (static: packaging.mk)
+bench: $(HOOKD) $(BENCH_TOOLS) static $(BENCH_OUT)/curlfloor-static
 	$(BENCH_ENV) tests/bench/run.sh all
 
 bench-enqueue: $(HOOKD) $(BENCH_TOOLS)
@@ -63,3 +78,6 @@ bench-postgres: $(HOOKD) $(BENCH_TOOLS)
 
 bench-cluster: $(HOOKD) $(BENCH_TOOLS)
 	$(BENCH_ENV) tests/bench/run.sh cluster
+
+bench-egress: $(HOOKD) $(BENCH_TOOLS) static $(BENCH_OUT)/curlfloor-static
+	$(BENCH_ENV) tests/bench/run.sh egress

@@ -1,7 +1,7 @@
 /*
  * curlfloor - the HTTP client's own floor, for the delivery bench.
  *
- *   curlfloor URL [-n N] [-c CONNS]
+ *   curlfloor URL [-n N] [-c CONNS] [-C CAFILE] [-F]
  *
  * Issue 14 keeps libcurl as hookd's HTTP client. This is the least a
  * libcurl program can do per delivery: one thread, the multi interface,
@@ -10,6 +10,11 @@
  * No queue, no storage, no signing: what it costs per request is what
  * hookd's delivery threads cannot go below, and its rate beside wrk's (same
  * nginx, same run) is how far libcurl itself gets towards wrk's ceiling.
+ * An https URL makes it the HTTPS floor: the same program, TLS verified
+ * against CAFILE, each connection's handshake paid once. -F: a fresh
+ * connection for every request (the server's idle close between a
+ * partner's sparse events), its TLS session resumed from a share: the
+ * floor of the many-hosts case.
  *
  * Prints one line: floor_rate (requests/s), floor_cpu_us (user + system
  * CPU per request), floor_fail (transfers that did not end in a 2xx).
@@ -43,6 +48,9 @@ int main(int argc, char **argv)
 {
     long n = 200000, started = 0, done = 0, fail = 0;
     int conns = 64, opt, i, still, left, rc = 1;
+    const char *cafile = NULL;
+    int fresh = 0;
+    CURLSH *share = NULL;
     char body[256];
     struct curl_slist *hdrs = NULL;
     CURL **easy = NULL;
@@ -51,15 +59,19 @@ int main(int argc, char **argv)
     double cpu0, t0, secs;
 
     if (argc < 2 || argv[1][0] == '-') {
-        fprintf(stderr, "usage: curlfloor URL [-n N] [-c CONNS]\n");
+        fprintf(stderr, "usage: curlfloor URL [-n N] [-c CONNS] [-C CAFILE] [-F]\n");
         return 2;
     }
     optind = 2;
-    while ((opt = getopt(argc, argv, "n:c:")) != -1) {
+    while ((opt = getopt(argc, argv, "n:c:C:F")) != -1) {
         if (opt == 'n')
             n = atol(optarg);
         else if (opt == 'c')
             conns = atoi(optarg);
+        else if (opt == 'C')
+            cafile = optarg;
+        else if (opt == 'F')
+            fresh = 1;
         else
             return 2;
     }
@@ -81,6 +93,10 @@ int main(int argc, char **argv)
             goto out;
         hdrs = x;
     }
+    /* one thread: the share needs no lock callbacks */
+    if (fresh && (!(share = curl_share_init()) ||
+                  curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK))
+        goto out;
     multi = curl_multi_init();
     easy = calloc((size_t)conns, sizeof *easy);
     if (!multi || !easy)
@@ -97,6 +113,14 @@ int main(int argc, char **argv)
         curl_easy_setopt(easy[i], CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(easy[i], CURLOPT_PROXY, "");
         curl_easy_setopt(easy[i], CURLOPT_TIMEOUT_MS, 30000L);
+        if (fresh) {
+            curl_easy_setopt(easy[i], CURLOPT_FORBID_REUSE, 1L);
+            curl_easy_setopt(easy[i], CURLOPT_SHARE, share);
+        }
+        if (cafile) {
+            curl_easy_setopt(easy[i], CURLOPT_CAINFO, cafile);
+            curl_easy_setopt(easy[i], CURLOPT_CAPATH, NULL);
+        }
     }
     cpu0 = cpu_seconds();
     t0 = (double)bench_mono_us() / 1e6;
@@ -140,6 +164,8 @@ out:
     if (multi)
         curl_multi_cleanup(multi);
     curl_slist_free_all(hdrs);
+    if (share)
+        curl_share_cleanup(share);
     curl_global_cleanup();
     return rc;
 }

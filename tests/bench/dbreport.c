@@ -10,9 +10,11 @@
  *         start = at - response_ms   (estimate of the attempt start)
  *         done  = at                 (result recorded by the writer)
  *       Prints p50/p99/max of start - created_at and done - created_at.
- *   dbreport wait DB N TIMEOUT_S
+ *   dbreport wait DB N TIMEOUT_S [-a]
  *       Poll (10/s, cheaply) until nothing is pending, retrying or in
- *       flight; exit 0 if at least N rows are delivered.
+ *       flight; exit 0 if at least N rows are delivered. -a: rows waiting
+ *       for a retry do not count (every row attempted is enough); exit 0
+ *       if N rows are delivered or waiting for a retry.
  */
 #include "bench_common.h"
 
@@ -111,13 +113,15 @@ static int latency(const char *path, const char *tag)
  * entry of the partial indexes, on a short-lived read snapshot, so the
  * polling costs the daemon nothing measurable (the stats op counts whole
  * indexes and costs tens of ms per call on a 200k-row table). */
-static int wait_db(const char *path, long long want, long timeout_s)
+static int wait_db(const char *path, long long want, long timeout_s, int attempted)
 {
     int64_t t0 = bench_mono_us(), deadline = t0 + (int64_t)timeout_s * 1000000;
     sqlite3 *db = open_ro(path);
-    sqlite3_stmt *busy = prep(db, "SELECT EXISTS (SELECT 1 FROM webhook_queue WHERE status IN ('pending', 'failed')) "
-                                  "OR EXISTS (SELECT 1 FROM webhook_queue WHERE status = 'in_flight')");
-    sqlite3_stmt *cnt = prep(db, "SELECT count(*), sum(status = 'delivered') FROM webhook_queue");
+    sqlite3_stmt *busy = prep(db, attempted ? "SELECT EXISTS (SELECT 1 FROM webhook_queue WHERE status IN ('pending', 'in_flight'))"
+                                            : "SELECT EXISTS (SELECT 1 FROM webhook_queue WHERE status IN ('pending', 'failed')) "
+                                              "OR EXISTS (SELECT 1 FROM webhook_queue WHERE status = 'in_flight')");
+    sqlite3_stmt *cnt = prep(db, attempted ? "SELECT count(*), sum(status IN ('delivered', 'failed')) FROM webhook_queue"
+                                           : "SELECT count(*), sum(status = 'delivered') FROM webhook_queue");
     long long rows = 0, delivered = 0;
     int settled = 0;
 
@@ -150,8 +154,8 @@ int main(int argc, char **argv)
         return delivery(argv[2], atoll(argv[3]));
     if (argc == 4 && strcmp(argv[1], "latency") == 0)
         return latency(argv[2], argv[3]);
-    if (argc == 5 && strcmp(argv[1], "wait") == 0)
-        return wait_db(argv[2], atoll(argv[3]), atol(argv[4]));
-    fprintf(stderr, "usage: dbreport delivery DB FIRST_SEND_MS | latency DB TAG | wait DB N TIMEOUT_S\n");
+    if ((argc == 5 || (argc == 6 && strcmp(argv[5], "-a") == 0)) && strcmp(argv[1], "wait") == 0)
+        return wait_db(argv[2], atoll(argv[3]), atol(argv[4]), argc == 6);
+    fprintf(stderr, "usage: dbreport delivery DB FIRST_SEND_MS | latency DB TAG | wait DB N TIMEOUT_S [-a]\n");
     return 2;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/bench/run.sh - hookd benchmark driver (see tests/bench/README.md).
-#   run.sh all|enqueue|delivery|scale|postgres|cluster
+#   run.sh all|enqueue|delivery|scale|postgres|cluster|egress
 # Normally run through `make bench`, `make bench-enqueue`, `make bench-delivery`,
 # `make bench-scale`, `make bench-postgres`, `make bench-cluster`.
 # Everything is bounded (counts, durations, timeouts), loopback only, and
@@ -9,8 +9,8 @@
 # sides of each ratio are measured in the same run, back to back.
 set -euo pipefail
 what=${1:-all}
-case "$what" in all|enqueue|delivery|scale|postgres|cluster) ;;
-  *) echo "usage: $0 all|enqueue|delivery|scale|postgres|cluster" >&2; exit 2;; esac
+case "$what" in all|enqueue|delivery|scale|postgres|cluster|egress) ;;
+  *) echo "usage: $0 all|enqueue|delivery|scale|postgres|cluster|egress" >&2; exit 2;; esac
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -41,7 +41,8 @@ RESULTS=$BIN/results.txt
 for f in "$HOOKD" "$BIN/loadgen" "$BIN/rawinsert" "$BIN/dbreport"; do
   [ -x "$f" ] || { echo "bench: $f missing (run through make)" >&2; exit 2; }
 done
-if [ "$what" = all ] || [ "$what" = delivery ] || [ "$what" = postgres ] || [ "$what" = cluster ]; then
+if [ "$what" = all ] || [ "$what" = delivery ] || [ "$what" = postgres ] || [ "$what" = cluster ] ||
+   [ "$what" = egress ]; then
   for f in "$SHARED/bench/receiver-nginx.sh" "$SHARED/bench/post.lua"; do
     [ -r "$f" ] || { echo "bench: $f missing (shared/ must sit beside the repository)" >&2; exit 2; }
   done
@@ -69,6 +70,10 @@ fi
 if [ "$what" = all ] || [ "$what" = cluster ]; then
   command -v nginx >/dev/null || need_pkgs nginx-light
   need_pkgs postgresql libnginx-mod-http-echo   # echo_sleep: a receiver that answers after 50 ms
+fi
+if [ "$what" = all ] || [ "$what" = egress ]; then
+  command -v nginx >/dev/null || need_pkgs nginx-light
+  need_pkgs openssl libnginx-mod-http-echo      # test CA; echo_sleep: answers after 20 ms
 fi
 
 # ---- lifecycle ----
@@ -684,6 +689,9 @@ case "$what" in all|delivery) bench_delivery;; esac
 case "$what" in all|scale) bench_scale;; esac
 case "$what" in all|postgres) bench_postgres;; esac
 case "$what" in all|cluster) bench_cluster;; esac
+# shellcheck source=tests/bench/egress.sh
+. "$here/egress.sh"
+case "$what" in all|egress) bench_egress;; esac
 
 {
   echo "hookd benchmark ($what) $(date -u +%Y-%m-%dT%H:%M:%SZ) rev $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \
