@@ -264,6 +264,9 @@ struct store_attempt {
     const char *error_class;     /* NULL: success */
     const char *detail;          /* NULL: none */
     const char *method, *url, *response;   /* NULL: not recorded */
+    int generation;              /* requeues before it (0: none) */
+    int attempt;                 /* 1, 2, ... in its generation; 0: the requeue
+                                  * that began the generation (at: when) */
 };
 
 struct store_endpoint_info {

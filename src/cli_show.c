@@ -286,13 +286,25 @@ void cli_show_get(const cJSON *r, const struct args *a)
 void cli_show_attempts(const cJSON *r, const struct args *a)
 {
     const cJSON *at = cli_jget(r, "attempts"), *it;
-    char v[4096], w[64];
+    char v[4096], w[64], w2[4096];
     int n = 0;
 
     (void)a;
     cJSON_ArrayForEach(it, at) {
+        const cJSON *num = cli_jget(it, "attempt"), *gen = cli_jget(it, "generation");
         fmt_kind('t', cli_jget(it, "at"), w, sizeof w);
-        printf("%sattempt %d  %s\n", n ? "\n" : "", n + 1, w);
+        if (cJSON_IsNumber(num) && num->valueint == 0) {
+            /* the log keeps what came before a requeue */
+            printf("%srequeued  %s  (generation %d begins)\n", n ? "\n" : "", w,
+                   cJSON_IsNumber(gen) ? gen->valueint : 0);
+            n++;
+            continue;
+        }
+        if (cJSON_IsNumber(gen) && gen->valueint > 0)
+            printf("%sattempt %d  %s  (generation %d)\n", n ? "\n" : "", cJSON_IsNumber(num) ? num->valueint : n + 1,
+                   w, gen->valueint);
+        else
+            printf("%sattempt %d  %s\n", n ? "\n" : "", cJSON_IsNumber(num) ? num->valueint : n + 1, w);
         n++;
         cli_fmt_val(cli_jget(it, "method"), v, sizeof v);
         printf("  request   %s ", v);
@@ -303,9 +315,11 @@ void cli_show_attempts(const cJSON *r, const struct args *a)
         printf("  status    %s in %s\n", v, w);
         cli_fmt_val(cli_jget(it, "error_class"), v, sizeof v);
         if (v[0] && strcmp(v, "-") != 0) {
+            size_t cl = strlen(v);
             printf("  error     %s", v);
-            cli_fmt_val(cli_jget(it, "detail"), v, sizeof v);
-            printf(": %s\n", v);
+            /* a detail that starts with its class ("dns: ...") says it once */
+            cli_fmt_val(cli_jget(it, "detail"), w2, sizeof w2);
+            printf(": %s\n", strncmp(w2, v, cl) == 0 && strncmp(w2 + cl, ": ", 2) == 0 ? w2 + cl + 2 : w2);
         }
         cli_fmt_val(cli_jget(it, "response"), v, sizeof v);
         printf("  response  %s\n", v);

@@ -53,7 +53,10 @@ static int get_attempt(void *arg, const struct store_attempt *a)
     struct get_ctx *x = arg;
     struct buf *b = x->b;
 
-    buf_printf(b, "%s{\"at\":%lld,\"response_ms\":", x->n++ ? "," : "", (long long)a->at);
+    /* attempt 0 is the requeue that began its generation: no request */
+    buf_printf(b, "%s{\"attempt\":%d,\"generation\":%d,\"event\":\"%s\",\"at\":%lld,\"response_ms\":",
+               x->n++ ? "," : "", a->attempt, a->generation, a->attempt == 0 ? "requeued" : "attempt",
+               (long long)a->at);
     put_int(b, a->response_ms, -1);
     buf_puts(b, ",\"status_code\":");
     put_int(b, a->status_code, 0);

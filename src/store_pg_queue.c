@@ -407,11 +407,17 @@ int pg_requeue(struct store *s, const struct store_filter *f, int64_t now, int64
     *n = 0;
     if (status_array(f->statuses, in, sizeof in) < 0)
         return 0;
+    /* the log keeps every attempt: the requeue is attempt 0 of the next
+     * generation, and the count is of those rows; an erased row has
+     * nothing left to send */
     return admin_exec(g,
-                      "UPDATE hookd_queue SET status = 'pending', attempt_count = 0, next_attempt_at = " PG_TS("$4")
+                      "WITH r AS (UPDATE hookd_queue SET status = 'pending', attempt_count = 0, "
+                      "generation = generation + 1, next_attempt_at = " PG_TS("$4")
                       ", last_error = NULL, last_error_class = NULL WHERE status = ANY ($5::text[]) "
-                      "AND ($1::bigint = 0 OR id = $1) AND ($2::bigint = 0 OR endpoint_id = $2) "
-                      "AND created_at >= " PG_TS("$3"),
+                      "AND erased_at IS NULL AND ($1::bigint = 0 OR id = $1) AND ($2::bigint = 0 OR endpoint_id = $2) "
+                      "AND created_at >= " PG_TS("$3") " RETURNING id, generation, endpoint_id) "
+                      "INSERT INTO delivery_attempts (message_id, generation, attempt, endpoint_id, at, detail) "
+                      "SELECT id, generation, 0, endpoint_id, " PG_TS("$4") ", 'requeued' FROM r",
                       f, in, now, n, "requeue");
 }
 

@@ -101,6 +101,8 @@ static int attempt_row(void *c, const PGresult *r, int i)
     a.method = pg_str(r, i, 5);
     a.url = pg_str(r, i, 6);
     a.response = pg_str(r, i, 7);
+    a.generation = (int)pg_i64(r, i, 8, 0);
+    a.attempt = (int)pg_i64(r, i, 9, 0);
     return cb->fn(cb->ctx, &a);
 }
 

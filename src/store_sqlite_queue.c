@@ -12,7 +12,8 @@ int sq_recover(struct store *s, int64_t now, int64_t *n)
     struct sq_store *q = (struct sq_store *)s;
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(q->db,
-                                "UPDATE webhook_queue SET status = CASE WHEN attempt_count > 0 "
+                                "UPDATE webhook_queue SET status = CASE WHEN erased_at IS NOT NULL "
+                                "THEN 'dead_letter' WHEN attempt_count > 0 "
                                 "THEN 'failed' ELSE 'pending' END, next_attempt_at = ?1 "
                                 "WHERE status = 'in_flight'",
                                 -1, &st, NULL);
@@ -269,31 +270,41 @@ static int admin_exec(struct sq_store *q, const char *sql, const struct store_fi
 int sq_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n)
 {
     struct sq_store *q = (struct sq_store *)s;
-    char in[96], sql[1024];
+    char in[96], sql[1024], where[256];
     int64_t moved;
 
     *n = 0;
     if (status_list(f->statuses, in, sizeof in) < 0)
         return 0;
-    /* a first attempt kept in the row goes to the log first: the row's
-     * fields it lived in start over */
-    snprintf(sql, sizeof sql,
-             "INSERT INTO attempt_rows (message_id, attempt, endpoint_id, at, response_ms, status_code, "
-             "method, url, response) SELECT id, 1, endpoint_id, delivered_at, last_response_ms, last_status_code, "
-             "first_method, first_url, first_response FROM webhook_queue WHERE first_method IS NOT NULL "
-             "AND status IN (%s) AND (?1 = 0 OR id = ?1) AND (?2 = 0 OR endpoint_id = ?2) AND created_at >= ?3 "
-             "AND ?4 = ?4 ON CONFLICT (message_id, attempt) DO UPDATE SET at = excluded.at, "
-             "response_ms = excluded.response_ms, status_code = excluded.status_code, error_class = NULL, "
-             "detail = NULL, method = excluded.method, url = excluded.url, response = excluded.response",
+    /* an erased row has nothing left to send */
+    snprintf(where, sizeof where,
+             "status IN (%s) AND erased_at IS NULL AND (?1 = 0 OR id = ?1) AND (?2 = 0 OR endpoint_id = ?2) "
+             "AND created_at >= ?3",
              in);
+    /* the log keeps every attempt (schema 11): a first attempt kept in
+     * the row goes to the log under its generation, since the row's
+     * fields it lived in start over; the requeue itself is attempt 0 of
+     * the next generation */
+    snprintf(sql, sizeof sql,
+             "INSERT INTO attempt_rows (message_id, generation, attempt, endpoint_id, at, response_ms, status_code, "
+             "method, url, response) SELECT id, generation, 1, endpoint_id, delivered_at, last_response_ms, "
+             "last_status_code, first_method, first_url, first_response FROM webhook_queue "
+             "WHERE first_method IS NOT NULL AND %s AND ?4 = ?4 ON CONFLICT DO NOTHING",
+             where);
+    if (admin_exec(q, sql, f, now, &moved, "requeue") < 0)
+        return -1;
+    snprintf(sql, sizeof sql,
+             "INSERT INTO attempt_rows (message_id, generation, attempt, endpoint_id, at, detail) "
+             "SELECT id, generation + 1, 0, endpoint_id, ?4, 'requeued' FROM webhook_queue WHERE %s "
+             "ON CONFLICT DO NOTHING",
+             where);
     if (admin_exec(q, sql, f, now, &moved, "requeue") < 0)
         return -1;
     snprintf(sql, sizeof sql,
              "UPDATE webhook_queue SET status = 'pending', attempt_count = 0, next_attempt_at = ?4, "
-             "last_error = NULL, last_error_class = NULL, first_method = NULL, first_url = NULL, "
-             "first_response = NULL "
-             "WHERE status IN (%s) AND (?1 = 0 OR id = ?1) AND (?2 = 0 OR endpoint_id = ?2) AND created_at >= ?3",
-             in);
+             "generation = generation + 1, last_error = NULL, last_error_class = NULL, first_method = NULL, "
+             "first_url = NULL, first_response = NULL WHERE %s",
+             where);
     return admin_exec(q, sql, f, now, n, "requeue");
 }
 

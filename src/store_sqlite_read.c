@@ -143,6 +143,8 @@ int sq_message_attempts(struct store *s, const struct store_message *m, int limi
         a.method = col_text(st, 5);
         a.url = col_text(st, 6);
         a.response = col_text(st, 7);
+        a.generation = sqlite3_column_int(st, 8);
+        a.attempt = sqlite3_column_int(st, 9);
         if (fn(ctx, &a) != 0) {
             sqlite3_reset(st);
             return store_fail(s, STORE_E_NOMEM, "get: out of memory");

@@ -23,11 +23,13 @@ struct mem_msg {
     int last_status_code;
     int64_t last_response_ms;
     char *ordering_key;
+    int generation;              /* requeues so far */
+    int64_t erased_at;           /* 0: not erased */
 };
 
 struct mem_attempt {
     int64_t endpoint_id, message_id, response_ms, at;
-    int attempt, status_code;
+    int generation, attempt, status_code;
     char *error_class, *detail;
     char *method, *url, *response;
 };
@@ -567,10 +569,11 @@ static int m_settle(struct store *s, struct store_settle *v, size_t n)
         m->attempt_count = r->attempts;
         m->last_status_code = r->status_code;
         m->last_response_ms = r->response_ms;
-        /* an attempt number made again (after a requeue) replaces its
-         * entry, as the real backends' upsert does */
+        /* an attempt made again in its generation replaces its entry, as
+         * the real backends' upsert does */
         for (a = NULL, k = 0; k < st->natt && !a; k++)
-            if (st->att[k].message_id == r->id && st->att[k].attempt == r->attempts)
+            if (st->att[k].message_id == r->id && st->att[k].generation == m->generation &&
+                st->att[k].attempt == r->attempts)
                 a = &st->att[k];
         if (a) {
             free(a->error_class);
@@ -584,15 +587,16 @@ static int m_settle(struct store *s, struct store_settle *v, size_t n)
         }
         a->endpoint_id = r->endpoint_id;
         a->message_id = r->id;
+        a->generation = m->generation;
         a->attempt = r->attempts;
         a->response_ms = r->sample ? r->response_ms : -1;
         a->at = r->at;
         a->status_code = r->status_code;
         a->error_class = dup_or_null(r->error_class);
-        a->detail = r->verdict == SETTLE_DELIVERED ? NULL : dup_or_null(r->error);
+        a->detail = r->verdict == SETTLE_DELIVERED || m->erased_at ? NULL : dup_or_null(r->error);
         a->method = dup_or_null(r->method);
-        a->url = dup_or_null(r->url);
-        a->response = dup_or_null(r->response);
+        a->url = m->erased_at ? NULL : dup_or_null(r->url);
+        a->response = m->erased_at ? NULL : dup_or_null(r->response);
         if (r->sample && r->ring_slot >= 0) {
             struct mem_sample *x = NULL;
             for (k = 0; k < st->nring && !x; k++)
@@ -631,8 +635,20 @@ static int m_requeue(struct store *s, const struct store_filter *f, int64_t now,
     *n = 0;
     for (i = 0; i < st->nmsg; i++) {
         struct mem_msg *m = &st->msg[i];
-        if (!in_filter(m, f, ok))
+        struct mem_attempt *a;
+        if (!in_filter(m, f, ok) || m->erased_at)
             continue;
+        /* the requeue is attempt 0 of the next generation */
+        m->generation++;
+        st->att = grow(st->att, st->natt, sizeof *st->att);
+        a = &st->att[st->natt++];
+        memset(a, 0, sizeof *a);
+        a->endpoint_id = m->endpoint_id;
+        a->message_id = m->id;
+        a->generation = m->generation;
+        a->at = now;
+        a->response_ms = -1;
+        a->detail = dup_or_null("requeued");
         m->status = MSG_PENDING;
         m->attempt_count = 0;
         m->next_attempt_at = now;
@@ -944,14 +960,19 @@ static int m_message_attempts(struct store *s, const struct store_message *m, in
     size_t i;
     int n = 0;
 
-    int want;
+    int want, gen;
+    const struct mem_msg *mm = msg_by_id(st, m->id);
 
-    /* in attempt order (the array is not: drops move rows) */
-    for (want = 1; want <= m->attempt_count + 1 && n < limit; want++)
+    /* in generation and attempt order (the array is not: drops move
+     * rows); a generation has at most max_attempts attempts */
+    for (gen = 0; mm && gen <= mm->generation; gen++)
+    for (want = 0; want <= mm->max_attempts + 1 && n < limit; want++)
     for (i = 0; i < st->natt && n < limit; i++) {
         struct store_attempt a;
-        if (st->att[i].message_id != m->id || st->att[i].attempt != want)
+        if (st->att[i].message_id != m->id || st->att[i].generation != gen || st->att[i].attempt != want)
             continue;
+        a.generation = gen;
+        a.attempt = want;
         a.at = st->att[i].at;
         a.response_ms = st->att[i].response_ms;
         a.status_code = st->att[i].status_code;

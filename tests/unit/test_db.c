@@ -296,6 +296,40 @@ static void test_v9_to_v10_keeps_the_attempt_log(void **st)
     db_close(db);
 }
 
+/* Version 11 keys the log by generation: a version-10 message whose row
+ * folds a delivered attempt 1 over a logged attempt 1 (it was requeued)
+ * shows both, the older first, and a later requeue adds to the log. */
+static void test_v10_to_v11_shows_the_hidden_attempt(void **st)
+{
+    char err[512];
+    sqlite3 *db;
+
+    (void)st;
+    db_at_version(10,
+                  "INSERT INTO webhook_queue (endpoint_id, event_id, payload, status, attempt_count, "
+                  "created_at, next_attempt_at, delivered_at, last_status_code, last_response_ms, first_method, "
+                  "first_url) VALUES (1, 'e1', '{}', 'delivered', 1, 1, 1, 50, 200, 4, 'GET', 'http://x/2'), "
+                  "(1, 'e2', '{}', 'failed', 1, 1, 1, NULL, 503, 4, NULL, NULL);"
+                  "INSERT INTO attempt_rows (message_id, attempt, endpoint_id, at, error_class, detail) "
+                  "VALUES (1, 1, 1, 5, 'dns', 'dns: no such host'), (2, 1, 1, 6, 'http_503', 'HTTP 503')");
+    assert_int_equal(sqlite3_open(cfg.db_path, &db), SQLITE_OK);
+    assert_int_equal(one_int(db, "SELECT count(*) FROM delivery_attempts WHERE message_id = 1"), 1);   /* the bug */
+    sqlite3_close(db);
+
+    assert_int_equal(db_open_writer(&cfg, &db, err, sizeof err), 0);
+    assert_int_equal(version_of(db), db_schema_version());
+    assert_int_equal(one_int(db, "SELECT count(*) FROM delivery_attempts WHERE message_id = 1"), 2);
+    assert_int_equal(one_int(db, "SELECT at FROM delivery_attempts WHERE message_id = 1 "
+                                 "ORDER BY generation, attempt LIMIT 1"), 5);
+    assert_int_equal(one_int(db, "SELECT generation * 100 + at FROM delivery_attempts WHERE message_id = 1 "
+                                 "ORDER BY generation DESC, attempt LIMIT 1"), 150);
+    assert_int_equal(one_int(db, "SELECT generation FROM webhook_queue WHERE id = 2"), 0);
+    assert_int_equal(one_int(db, "SELECT count(*) FROM delivery_attempts WHERE message_id = 2"), 1);
+    assert_int_equal(db_exec(db, "DELETE FROM webhook_queue WHERE id = 1"), 0);
+    assert_int_equal(one_int(db, "SELECT count(*) FROM attempt_rows"), 1);
+    db_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -304,6 +338,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_foreign_or_garbage_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v4_to_v5_keeps_rows_counter_and_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v9_to_v10_keeps_the_attempt_log, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v10_to_v11_shows_the_hidden_attempt, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -565,25 +565,72 @@ static void a_delivering_first_attempt_reads_as_logged(void **state)
     assert_int_equal(g.a[1].at, T0 + 1010);
     assert_string_equal(g.a_resp[1], "(null)");
 
-    /* requeued: the delivery stays in the log, then the new attempt 1
-     * replaces it */
+    /* requeued: the log keeps every attempt ever made, in order, the
+     * requeue marked as attempt 0 of the next generation */
     begin(f);
     OK(f->w->ops->requeue(f->w, &one, T0 + 2000, &n));
     commit(f);
     assert_int_equal(n, 1);
     g = get(f, m1);
     assert_string_equal(g.status, "pending");
-    assert_int_equal(g.na, 1);
+    assert_int_equal(g.na, 2);
     assert_int_equal(g.a[0].at, T0 + 5);
     assert_string_equal(g.a_url[0], "https://h.example/v1");
+    assert_int_equal(g.a[1].attempt, 0);
+    assert_int_equal(g.a[1].generation, 1);
+    assert_int_equal(g.a[1].at, T0 + 2000);
     assert_int_equal(claim(f, a, T0 + 2000, 10).n, 1);
     assert_true(settle_sent(f, m1, a, SETTLE_DELIVERED, 1, T0 + 2005, 202, "https://h.example/v2", "again"));
     g = get(f, m1);
-    assert_int_equal(g.na, 1);
-    assert_int_equal(g.a[0].at, T0 + 2005);
-    assert_int_equal(g.a[0].status_code, 202);
-    assert_string_equal(g.a_url[0], "https://h.example/v2");
-    assert_string_equal(g.a_resp[0], "again");
+    assert_int_equal(g.na, 3);
+    assert_int_equal(g.a[0].generation, 0);
+    assert_int_equal(g.a[0].attempt, 1);
+    assert_int_equal(g.a[0].at, T0 + 5);
+    assert_int_equal(g.a[0].status_code, 200);
+    assert_string_equal(g.a_url[0], "https://h.example/v1");
+    assert_string_equal(g.a_resp[0], "ok");
+    assert_int_equal(g.a[1].attempt, 0);
+    assert_int_equal(g.a[2].generation, 1);
+    assert_int_equal(g.a[2].attempt, 1);
+    assert_int_equal(g.a[2].at, T0 + 2005);
+    assert_int_equal(g.a[2].status_code, 202);
+    assert_string_equal(g.a_url[2], "https://h.example/v2");
+    assert_string_equal(g.a_resp[2], "again");
+}
+
+/* A message whose attempt 1 failed, requeued twice: its logged attempt 1
+ * is never overwritten by a later generation's attempt 1. */
+static void requeue_keeps_every_attempt(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), m = enqueue_at(f, a, "m", T0, NULL), n;
+    struct store_filter one = {m, 0, 0, MSG_BIT(MSG_FAILED) | MSG_BIT(MSG_DELIVERED) | MSG_BIT(MSG_DEAD_LETTER)};
+    struct got g;
+    int k;
+
+    assert_int_equal(claim(f, a, T0, 10).n, 1);
+    assert_true(settle(f, m, a, SETTLE_DEAD, 1, T0 + 10, 0, 0, "dns", "dns: Could not resolve host"));
+    for (k = 1; k <= 2; k++) {
+        begin(f);
+        OK(f->w->ops->requeue(f->w, &one, T0 + k * 1000, &n));
+        commit(f);
+        assert_int_equal(n, 1);
+        assert_int_equal(claim(f, a, T0 + k * 1000, 10).n, 1);
+        assert_true(settle(f, m, a, k == 1 ? SETTLE_DEAD : SETTLE_DELIVERED, 1, T0 + k * 1000 + 10,
+                           k == 1 ? 503 : 200, 1, k == 1 ? "http_503" : NULL, k == 1 ? "HTTP 503" : NULL));
+    }
+    g = get(f, m);
+    assert_string_equal(g.status, "delivered");
+    assert_int_equal(g.na, 5);
+    for (k = 0; k < 5; k++) {
+        assert_int_equal(g.a[k].generation, (k + 1) / 2);
+        assert_int_equal(g.a[k].attempt, k % 2 == 0 ? 1 : 0);
+        if (k > 0)
+            assert_true(g.a[k].at > g.a[k - 1].at);
+    }
+    assert_int_equal(g.a[0].status_code, 0);
+    assert_int_equal(g.a[2].status_code, 503);
+    assert_int_equal(g.a[4].status_code, 200);
 }
 
 static void settle_changes_only_rows_in_flight(void **state)
@@ -1514,6 +1561,7 @@ static void shared_breaker_blocks_every_node(void **state)
         cmocka_unit_test_setup_teardown(recover_returns_in_flight_rows, setup, teardown),      \
         cmocka_unit_test_setup_teardown(endpoint_delete_strands_nothing, setup, teardown),     \
         cmocka_unit_test_setup_teardown(requeue_and_purge_take_what_they_say, setup, teardown), \
+        cmocka_unit_test_setup_teardown(requeue_keeps_every_attempt, setup, teardown), \
         cmocka_unit_test_setup_teardown(expire_in_chunks, setup, teardown),                    \
         cmocka_unit_test_setup_teardown(rollback_undoes_everything, setup, teardown),          \
         cmocka_unit_test_setup_teardown(endpoints_round_trip, setup, teardown),                \
