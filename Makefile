@@ -65,6 +65,7 @@ LIB_SRCS := \
 	$(if $(filter 1,$(WITH_PG)),src/store_pg_sql.c src/store_pg_conn.c src/store_pg.c src/store_pg_queue.c \
 	  src/store_pg_endpoint.c src/store_pg_read.c src/store_pg_node.c src/store_pg_watch.c) \
 	src/store_open.c \
+	src/msgsel.c \
 	src/store_seal.c \
 	src/registry.c \
 	src/cluster.c \
@@ -84,6 +85,7 @@ LIB_SRCS := \
 	src/client.c \
 	src/cli_args.c \
 	src/cli_show.c \
+	src/cli_msgs.c \
 	src/report.c \
 	src/topview.c \
 	src/top.c \

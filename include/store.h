@@ -229,7 +229,9 @@ struct store_filter {
 enum store_expiry {
     EXPIRE_DELIVERED = 0,        /* delivered rows delivered before `before` */
     EXPIRE_DEAD_LETTERS,         /* dead letters created before `before` */
-    EXPIRE_HISTORY               /* history rows of buckets that began before `before` */
+    EXPIRE_HISTORY,              /* history rows of buckets that began before `before` */
+    EXPIRE_PAYLOADS              /* [retention] payload: delivered rows delivered before
+                                  * `before` are erased (as the erase op), rows kept */
 };
 
 /* ---- what the reads return ---- */
@@ -255,6 +257,7 @@ struct store_message {
     int last_status_code;                  /* 0: none */
     int64_t last_response_ms;              /* -1: none */
     int64_t payload_bytes;
+    int64_t erased_at;                     /* 0: not erased */
 };
 
 struct store_attempt {
@@ -340,6 +343,12 @@ struct store_ops {
     int (*requeue)(struct store *s, const struct store_filter *f, int64_t now, int64_t *n);
     /* Delete matching rows (dead letters only, whatever f->statuses says). */
     int (*purge)(struct store *s, const struct store_filter *f, int64_t *n);
+    /* Erase one message: its payload, the response excerpts and the URLs
+     * as sent go (secure_delete on SQLite), its ids, statuses and times
+     * stay, erased_at is set. A waiting row becomes a dead letter of class
+     * erased; a row in flight settles without URL or response and is not
+     * retried. *n: 1 when it exists (erased before included), else 0. */
+    int (*erase)(struct store *s, int64_t id, int64_t now, int64_t *n);
     /* Retention: delete at most limit rows of one kind older than before. */
     int (*expire)(struct store *s, enum store_expiry what, int64_t before, int64_t limit, int64_t *n);
 
@@ -397,6 +406,14 @@ struct store_ops {
     /* *found = 0 when there is no such message (fn not called). */
     int (*message_get)(struct store *s, int64_t id, int (*fn)(void *ctx, const struct store_message *m),
                        void *ctx, int *found);
+    /* Messages for a search (msgsel.h), newest first: with event_id only
+     * that event id's rows (from its index), otherwise those with id below
+     * before (0: no bound), at most limit of them; with_payload: the
+     * payload's bytes too (else NULL). fn returns 0 to go on, 1 to stop
+     * (the op returns 0), -1 to fail (STORE_E_NOMEM). Writer or reader. */
+    int (*message_scan)(struct store *s, const char *event_id, int64_t before, int64_t limit, int with_payload,
+                        int (*fn)(void *ctx, const struct store_message *m, const char *payload, size_t len),
+                        void *ctx);
     /* The message's attempts, oldest first, at most limit. */
     int (*message_attempts)(struct store *s, const struct store_message *m, int limit,
                             int (*fn)(void *ctx, const struct store_attempt *a), void *ctx);

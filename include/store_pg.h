@@ -180,6 +180,17 @@ void pg_node_leave(struct pg_store *g);
 
 /* The operations, by file. */
 int pg_recover(struct store *s, int64_t now, int64_t *n);
+int pg_erase(struct store *s, int64_t id, int64_t now, int64_t *n);
+int pg_message_scan(struct store *s, const char *event_id, int64_t before, int64_t limit, int with_payload,
+                    int (*fn)(void *ctx, const struct store_message *m, const char *payload, size_t len),
+                    void *ctx);
+/* A message's columns (q: hookd_queue, e: endpoints), as pg_msg_cols reads them. */
+#define PG_MSG_COLS                                                                                         \
+    "q.id, e.name, q.endpoint_id, q.event_id, q.event_type, q.status, q.attempt_count, q.max_attempts, "    \
+    PG_MS("q.created_at") ", " PG_MS("q.next_attempt_at") ", " PG_MS("q.claimed_at") ", "                   \
+    PG_MS("q.delivered_at") ", q.last_error, q.last_status_code, q.last_response_ms, octet_length(q.payload), " \
+    "q.last_error_class, " PG_MS("q.erased_at")
+#define PG_MSG_NCOLS 18
 int pg_node_beat(struct store *s, struct store_node *out);
 int pg_health_lock(struct store *s, const int64_t *ids, size_t n, int (*fn)(void *ctx, const struct store_health *h),
                    void *ctx);

@@ -73,8 +73,21 @@ int64_t sq_col_or(sqlite3_stmt *st, int col, int64_t null_value);
 void sq_health_cols(sqlite3_stmt *st, int first, struct store_health *h);
 const char *sq_health_select(void);
 
+/* A message's columns (q: webhook_queue, e: endpoints), as sq_msg_cols
+ * reads them. */
+#define SQ_MSG_COLS                                                                                         \
+    "q.id, e.name, q.endpoint_id, q.event_id, q.event_type, q.status, q.attempt_count, q.max_attempts, "    \
+    "q.created_at, q.next_attempt_at, q.claimed_at, q.delivered_at, q.last_error, q.last_status_code, "     \
+    "q.last_response_ms, length(CAST(q.payload AS BLOB)), q.last_error_class, q.erased_at"
+#define SQ_MSG_NCOLS 18
+void sq_msg_cols(sqlite3_stmt *st, struct store_message *m);
+
 /* The operations, by file. */
 int sq_recover(struct store *s, int64_t now, int64_t *n);
+int sq_erase(struct store *s, int64_t id, int64_t now, int64_t *n);
+int sq_message_scan(struct store *s, const char *event_id, int64_t before, int64_t limit, int with_payload,
+                    int (*fn)(void *ctx, const struct store_message *m, const char *payload, size_t len),
+                    void *ctx);
 int sq_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now);
 int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int ordered,
              int (*fn)(void *ctx, const struct store_claimed *row), void *ctx, int *n);

@@ -8,3 +8,9 @@
 --    and a failure dead-letters it.
 
 ALTER TABLE webhook_queue ADD COLUMN erased_at INTEGER;
+--  * idx_queue_payload: [retention] payload erases delivered rows by
+--    delivery time; erased rows leave this index, so each pass starts at
+--    the first row still to erase (idx_queue_delivered would walk every
+--    erased row again). Rows are added at its end, in delivery order.
+
+CREATE INDEX idx_queue_payload ON webhook_queue (delivered_at) WHERE status = 'delivered' AND erased_at IS NULL;

@@ -37,13 +37,20 @@ static const struct optdef {
     [O_ONCE] = {"once", 0, 0},
     [O_SORT] = {"sort", 0, 1},
     [O_HTML] = {"html", 0, 1},
+    [O_WHERE] = {"where", 0, 1},
+    [O_UNTIL] = {"until", 0, 1},
+    [O_LIMIT] = {"limit", 0, 1},
+    [O_AFTER] = {"after", 0, 1},
+    [O_NDJSON] = {"ndjson", 0, 0},
+    [O_DRY_RUN] = {"dry-run", 0, 0},
+    [O_ERROR_CLASS] = {"error-class", 0, 1},
 };
 
 /* ---------- argument parsing ---------- */
 
 static int set_opt(struct args *a, enum opt_id id, const char *v, char *err, size_t errlen)
 {
-    int r = id == O_SECRET ? R_SECRET : id == O_HEADER ? R_HEADER : id == O_SET ? R_SET : -1;
+    int r = id == O_SECRET ? R_SECRET : id == O_HEADER ? R_HEADER : id == O_SET ? R_SET : id == O_WHERE ? R_WHERE : -1;
 
     a->seen |= OB(id);
     if (r < 0) {
@@ -336,12 +343,25 @@ int cli_build_get(const struct args *a, cJSON *req, struct buf *payload, char *e
 {
     int64_t id;
 
+    if ((a->npos > 0) == (a->val[O_EVENT_ID] != NULL)) {
+        snprintf(err, errlen, "give a message ID or --event-id ID [--endpoint NAME] (one of them)");
+        return -1;
+    }
+    if (a->val[O_EVENT_ID])
+        return add_str(req, "event_id", a->val[O_EVENT_ID], err, errlen) < 0 ||
+                       (a->val[O_ENDPOINT] && add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0)
+                   ? -1
+                   : 0;
+    if (a->val[O_ENDPOINT]) {
+        snprintf(err, errlen, "--endpoint goes with --event-id, not with a message ID");
+        return -1;
+    }
     if (parse_pos_int(a->pos[0], "ID", 1, INT64_MAX / 2, &id, err, errlen) < 0)
         return -1;
     return add_num(req, "id", id, err, errlen);
 }
 
-static int build_since(const struct args *a, cJSON *req, char *err, size_t errlen)
+int cli_build_since(const struct args *a, cJSON *req, char *err, size_t errlen)
 {
     int64_t since;
 
@@ -379,10 +399,16 @@ static int add_str_array(cJSON *req, const char *k, const char *const *v, size_t
 int cli_build_requeue(const struct args *a, cJSON *req, struct buf *payload, char *err,
                          size_t errlen)
 {
-    if ((a->npos > 0) == (a->val[O_ENDPOINT] != NULL)) {
-        snprintf(err, errlen, "requeue needs a message ID or --endpoint NAME (one of them)");
+    if ((a->npos > 0) == (a->val[O_ENDPOINT] != NULL || a->val[O_EVENT_ID] != NULL)) {
+        snprintf(err, errlen, "requeue needs a message ID, or --endpoint NAME and/or --event-id ID");
         return -1;
     }
+    if (a->npos > 0 && (a->seen & (SELECT_OPTS | OB(O_DRY_RUN)) & ~OB(O_SINCE))) {
+        snprintf(err, errlen, "a message ID takes no other filter");
+        return -1;
+    }
+    if (cli_build_selector(a, req, err, errlen) < 0)
+        return -1;
     if (a->val[O_STATUS]) {
         /* "dead_letter,delivered": the daemon checks the names */
         char *copy = strdup(a->val[O_STATUS]), *tok, *save = NULL;
@@ -407,17 +433,18 @@ int cli_build_requeue(const struct args *a, cJSON *req, struct buf *payload, cha
         }
         return cli_build_get(a, req, payload, err, errlen);
     }
-    if (add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0)
+    if (a->val[O_ENDPOINT] && add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0)
         return -1;
-    return build_since(a, req, err, errlen);
+    return cli_build_since(a, req, err, errlen);
 }
 
 int cli_build_purge(const struct args *a, cJSON *req, struct buf *payload, char *err,
                        size_t errlen)
 {
-    if (a->val[O_ENDPOINT] && add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0)
+    if (cli_build_selector(a, req, err, errlen) < 0 ||
+        (a->val[O_ENDPOINT] && add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0))
         return -1;
-    return build_since(a, req, err, errlen);
+    return cli_build_since(a, req, err, errlen);
 }
 
 int cli_build_endpoint(const struct args *a, cJSON *req, struct buf *payload, char *err,

@@ -431,6 +431,46 @@ int pg_purge(struct store *s, const struct store_filter *f, int64_t *n)
                       f, NULL, 0, n, "purge");
 }
 
+/* What a partner sent or answered goes, what hookd did stays: the
+ * attempt log's details first, then the row. $1 the ids, $2 when. */
+static int erase_ids(struct pg_store *g, const char *ids_sql, int64_t a, int64_t b, int64_t *n)
+{
+    char sql[1024];
+    struct pg_params p;
+    PGresult *r;
+    int ok;
+
+    snprintf(sql, sizeof sql,
+             "WITH ids AS (%s), "
+             "l AS (UPDATE delivery_attempts SET detail = NULL, url = NULL, response = NULL "
+             "WHERE message_id IN (SELECT id FROM ids)) "
+             "UPDATE hookd_queue SET payload = ''::bytea, erased_at = coalesce(erased_at, " PG_TS("$2") "), "
+             "last_error = NULL, "
+             "last_error_class = CASE WHEN status IN ('pending', 'failed') THEN 'erased' ELSE last_error_class END, "
+             "status = CASE WHEN status IN ('pending', 'failed') THEN 'dead_letter' ELSE status END "
+             "WHERE id IN (SELECT id FROM ids)",
+             ids_sql);
+    pg_p_init(&p);
+    pg_p_i64(&p, a);
+    pg_p_i64(&p, b);
+    r = PQexecParams(g->conn, sql, p.n, NULL, p.v, p.len, p.fmt, 0);
+    ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (!ok) {
+        pg_fail(g, r, "erase");
+        PQclear(r);
+        return -1;
+    }
+    *n = pg_changed(r);
+    PQclear(r);
+    return 0;
+}
+
+int pg_erase(struct store *s, int64_t id, int64_t now, int64_t *n)
+{
+    *n = 0;
+    return erase_ids((struct pg_store *)s, "SELECT $1::bigint AS id", id, now, n);
+}
+
 int pg_expire(struct store *s, enum store_expiry what, int64_t before, int64_t limit, int64_t *n)
 {
     struct pg_store *g = (struct pg_store *)s;
@@ -440,6 +480,11 @@ int pg_expire(struct store *s, enum store_expiry what, int64_t before, int64_t l
     struct pg_params p;
     PGresult *r;
 
+    if (what == EXPIRE_PAYLOADS)   /* erased rows leave idx_queue_payload */
+        return erase_ids(g,
+                         "SELECT id FROM hookd_queue WHERE status = 'delivered' AND erased_at IS NULL "
+                         "AND delivered_at < " PG_TS("$2") " ORDER BY delivered_at LIMIT $1",
+                         limit, before, n);
     pg_p_init(&p);
     pg_p_time(&p, before);
     pg_p_i64(&p, limit);

@@ -36,12 +36,37 @@ int pg_queue_stats(struct store *s, int64_t now, int with_delivered, struct stor
     return 0;
 }
 
+static void msg_cols(const PGresult *r, int i, struct store_message *m)
+{
+    enum msg_status ms = MSG_PENDING;
+
+    memset(m, 0, sizeof *m);
+    m->id = pg_i64(r, i, 0, 0);
+    m->endpoint = pg_str(r, i, 1);
+    m->endpoint_id = pg_i64(r, i, 2, 0);
+    m->event_id = pg_str(r, i, 3);
+    m->event_type = pg_str(r, i, 4);
+    msg_status_parse(pg_str(r, i, 5), &ms);
+    m->status = ms;
+    m->attempt_count = (int)pg_i64(r, i, 6, 0);
+    m->max_attempts = (int)pg_i64(r, i, 7, 0);
+    m->created_at = pg_i64(r, i, 8, 0);
+    m->next_attempt_at = pg_i64(r, i, 9, 0);
+    m->claimed_at = pg_i64(r, i, 10, 0);
+    m->delivered_at = pg_i64(r, i, 11, 0);
+    m->last_error = pg_str(r, i, 12);
+    m->last_status_code = (int)pg_i64(r, i, 13, 0);
+    m->last_response_ms = pg_i64(r, i, 14, -1);
+    m->payload_bytes = pg_i64(r, i, 15, 0);
+    m->last_error_class = pg_str(r, i, 16);
+    m->erased_at = pg_i64(r, i, 17, 0);
+}
+
 int pg_message_get(struct store *s, int64_t id, int (*fn)(void *ctx, const struct store_message *m), void *ctx,
                    int *found)
 {
     struct pg_store *g = (struct pg_store *)s;
     struct store_message m;
-    enum msg_status ms = MSG_PENDING;
     struct pg_params p;
     PGresult *r;
     int stop;
@@ -56,25 +81,7 @@ int pg_message_get(struct store *s, int64_t id, int (*fn)(void *ctx, const struc
         return 0;
     }
     *found = 1;
-    memset(&m, 0, sizeof m);
-    m.id = pg_i64(r, 0, 0, 0);
-    m.endpoint = pg_str(r, 0, 1);
-    m.endpoint_id = pg_i64(r, 0, 2, 0);
-    m.event_id = pg_str(r, 0, 3);
-    m.event_type = pg_str(r, 0, 4);
-    msg_status_parse(pg_str(r, 0, 5), &ms);
-    m.status = ms;
-    m.attempt_count = (int)pg_i64(r, 0, 6, 0);
-    m.max_attempts = (int)pg_i64(r, 0, 7, 0);
-    m.created_at = pg_i64(r, 0, 8, 0);
-    m.next_attempt_at = pg_i64(r, 0, 9, 0);
-    m.claimed_at = pg_i64(r, 0, 10, 0);
-    m.delivered_at = pg_i64(r, 0, 11, 0);
-    m.last_error = pg_str(r, 0, 12);
-    m.last_status_code = (int)pg_i64(r, 0, 13, 0);
-    m.last_response_ms = pg_i64(r, 0, 14, -1);
-    m.payload_bytes = pg_i64(r, 0, 15, 0);
-    m.last_error_class = pg_str(r, 0, 16);
+    msg_cols(r, 0, &m);
     stop = fn(ctx, &m);
     PQclear(r);
     return stop ? store_fail(s, STORE_E_NOMEM, "get: out of memory") : 0;
@@ -355,4 +362,47 @@ int pg_export_rows(struct store *s, int64_t now, int (*fn)(void *ctx, const stru
     if (rc == 0 && stopped)
         rc = store_fail(s, STORE_E_NOMEM, "export: out of memory");
     return rc;
+}
+
+/* Searches are rare and run on the writer's connection too (requeue,
+ * purge, erase by filter): not kept prepared. Newest first along the
+ * primary key from `before` down, or one event id's rows from the dedup
+ * key's index. The payload comes as text: it was valid UTF-8 JSON when
+ * enqueued (an erased one is empty). */
+int pg_message_scan(struct store *s, const char *event_id, int64_t before, int64_t limit, int with_payload,
+                    int (*fn)(void *ctx, const struct store_message *m, const char *payload, size_t len),
+                    void *ctx)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    struct pg_params p;
+    PGresult *r;
+    int i, rows, stop = 0;
+
+    pg_p_init(&p);
+    pg_p_text(&p, event_id);
+    pg_p_i64(&p, before);
+    pg_p_i64(&p, limit);
+    pg_p_i64(&p, with_payload != 0);
+    if (pg_ensure_conn(g) < 0)
+        return -1;
+    r = PQexecParams(g->conn,
+                     "SELECT " PG_MSG_COLS ", CASE WHEN $4::int = 1 THEN convert_from(q.payload, 'UTF8') END "
+                     "FROM hookd_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id "
+                     "WHERE ($1::text IS NULL OR q.event_id = $1) AND ($2::bigint = 0 OR q.id < $2) "
+                     "ORDER BY q.id DESC LIMIT $3",
+                     p.n, NULL, p.v, p.len, p.fmt, 0);
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
+        pg_fail(g, r, "search");
+        PQclear(r);
+        return -1;
+    }
+    rows = PQntuples(r);
+    for (i = 0; i < rows && !stop; i++) {
+        struct store_message m;
+        msg_cols(r, i, &m);
+        stop = fn(ctx, &m, with_payload ? PQgetvalue(r, i, PG_MSG_NCOLS) : NULL,
+                  with_payload ? (size_t)PQgetlength(r, i, PG_MSG_NCOLS) : 0);
+    }
+    PQclear(r);
+    return stop < 0 ? store_fail(s, STORE_E_NOMEM, "search: out of memory") : 0;
 }

@@ -108,7 +108,7 @@ const char *const pg_sql[PG__COUNT] = {
         "THEN 'dead_letter' ELSE v.status END, attempt_count = v.attempts, "
         "next_attempt_at = CASE WHEN v.status = 'failed' THEN " TS("v.next_at") " ELSE q.next_attempt_at END, "
         "delivered_at = CASE WHEN v.status = 'delivered' THEN " TS("v.at") " ELSE q.delivered_at END, "
-        "last_error = v.last_error, last_status_code = v.last_status, last_response_ms = v.response_ms, "
+        "last_error = CASE WHEN q.erased_at IS NULL THEN v.last_error END, last_status_code = v.last_status, last_response_ms = v.response_ms, "
         "last_error_class = v.error_class FROM v WHERE q.id = v.id AND q.status = 'in_flight' AND q.claimed_by = $18 "
         "RETURNING v.n, q.generation, q.erased_at IS NOT NULL AS erased), "
         "a AS (INSERT INTO delivery_attempts (message_id, generation, attempt, endpoint_id, at, response_ms, "
@@ -252,10 +252,7 @@ const char *const pg_sql[PG__COUNT] = {
         "FROM (SELECT count(*) AS n, avg(last_response_ms)::float8 AS avg FROM hookd_queue "
         "WHERE status = 'delivered' AND delivered_at >= " TS("$1") ") d",
     [PG_GET] =
-        "SELECT q.id, e.name, q.endpoint_id, q.event_id, q.event_type, q.status, q.attempt_count, "
-        "q.max_attempts, " MS("q.created_at") ", " MS("q.next_attempt_at") ", " MS("q.claimed_at") ", "
-        MS("q.delivered_at") ", q.last_error, q.last_status_code, q.last_response_ms, octet_length(q.payload), "
-        "q.last_error_class FROM hookd_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE q.id = $1",
+        "SELECT " PG_MSG_COLS " FROM hookd_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE q.id = $1",
     [PG_GET_ATTEMPTS] =
         "SELECT " MS("at") ", response_ms, status_code, error_class, detail, method, url, response, generation, "
         "attempt FROM delivery_attempts WHERE message_id = $1 ORDER BY generation, attempt LIMIT $2",

@@ -318,13 +318,75 @@ int sq_purge(struct store *s, const struct store_filter *f, int64_t *n)
                       f, 0, n, "purge");
 }
 
+/* The erased row's statement and its log's: what a partner sent or
+ * answered goes, what hookd did (ids, statuses, times) stays. */
+#define SQ_ERASE_ROW                                                                                         \
+    "UPDATE webhook_queue SET payload = '', erased_at = coalesce(erased_at, ?2), first_url = NULL, "         \
+    "first_response = NULL, last_error = NULL, "                                                             \
+    "last_error_class = CASE WHEN status IN ('pending', 'failed') THEN 'erased' ELSE last_error_class END, " \
+    "status = CASE WHEN status IN ('pending', 'failed') THEN 'dead_letter' ELSE status END "
+#define SQ_ERASE_LOG "UPDATE attempt_rows SET detail = NULL, url = NULL, response = NULL "
+
+/* secure_delete only while erasing: the bytes freed are overwritten
+ * with zeros (the cell of the old payload, its overflow pages), so they
+ * are gone from the file once the log is checkpointed; other writes do
+ * not pay for it. */
+static int erase_exec(struct sq_store *q, const char *log_sql, const char *row_sql, int64_t a, int64_t b,
+                      int64_t *n)
+{
+    sqlite3_stmt *st = NULL;
+    const char *sql[2] = {log_sql, row_sql};
+    int rc = SQLITE_OK, i;
+
+    if (sqlite3_exec(q->db, "PRAGMA secure_delete = ON", NULL, NULL, NULL) != SQLITE_OK)
+        return sq_fail(q, sqlite3_errcode(q->db), "erase");
+    for (i = 0; i < 2 && rc == SQLITE_OK; i++) {
+        rc = sqlite3_prepare_v2(q->db, sql[i], -1, &st, NULL);
+        if (rc != SQLITE_OK)
+            break;
+        sqlite3_bind_int64(st, 1, a);
+        sqlite3_bind_int64(st, 2, b);
+        rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+        if (i == 1 && rc == SQLITE_OK)
+            *n = sqlite3_changes(q->db);
+    }
+    sqlite3_exec(q->db, "PRAGMA secure_delete = OFF", NULL, NULL, NULL);
+    return rc == SQLITE_OK ? 0 : sq_fail(q, rc, "erase");
+}
+
+int sq_erase(struct store *s, int64_t id, int64_t now, int64_t *n)
+{
+    *n = 0;
+    return erase_exec((struct sq_store *)s, SQ_ERASE_LOG "WHERE message_id = ?1 AND ?2 = ?2",
+                      SQ_ERASE_ROW "WHERE id = ?1", id, now, n);
+}
+
+/* [retention] payload: a chunk of the oldest delivered rows not erased
+ * yet, from idx_queue_payload (erased rows leave it). */
+static int expire_payloads(struct sq_store *q, int64_t before, int64_t limit, int64_t *n)
+{
+#define SQ_PAYLOAD_DUE                                                                                \
+    "SELECT id FROM webhook_queue INDEXED BY idx_queue_payload WHERE status = 'delivered' "          \
+    "AND erased_at IS NULL AND delivered_at < ?2 ORDER BY delivered_at LIMIT ?1"
+    return erase_exec(q, SQ_ERASE_LOG "WHERE message_id IN (" SQ_PAYLOAD_DUE ")",
+                      SQ_ERASE_ROW "WHERE id IN (" SQ_PAYLOAD_DUE ")", limit, before, n);
+#undef SQ_PAYLOAD_DUE
+}
+
 int sq_expire(struct store *s, enum store_expiry what, int64_t before, int64_t limit, int64_t *n)
 {
     struct sq_store *q = (struct sq_store *)s;
-    enum sq_stmt i = what == EXPIRE_DELIVERED ? SQ_EXPIRE_DELIVERED
+    enum sq_stmt i;
+    sqlite3_stmt *st;
+
+    if (what == EXPIRE_PAYLOADS)
+        return expire_payloads(q, before, limit, n);
+    i = what == EXPIRE_DELIVERED ? SQ_EXPIRE_DELIVERED
                      : what == EXPIRE_HISTORY ? SQ_EXPIRE_HISTORY
                                               : SQ_EXPIRE_DEAD;
-    sqlite3_stmt *st = sq_stmt(q, i);
+    st = sq_stmt(q, i);
 
     sqlite3_bind_int64(st, 1, before);
     sqlite3_bind_int64(st, 2, limit);

@@ -89,7 +89,6 @@ int sq_message_get(struct store *s, int64_t id, int (*fn)(void *ctx, const struc
     struct sq_store *q = (struct sq_store *)s;
     sqlite3_stmt *st = sq_stmt(q, SQ_GET);
     struct store_message m;
-    enum msg_status ms = MSG_PENDING;
     int rc, stop;
 
     *found = 0;
@@ -100,28 +99,76 @@ int sq_message_get(struct store *s, int64_t id, int (*fn)(void *ctx, const struc
         return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "get");
     }
     *found = 1;
-    memset(&m, 0, sizeof m);
-    m.id = sqlite3_column_int64(st, 0);
-    m.endpoint = col_text(st, 1);
-    m.endpoint_id = sqlite3_column_int64(st, 2);
-    m.event_id = col_text(st, 3);
-    m.event_type = col_text(st, 4);
-    msg_status_parse(col_text(st, 5), &ms);
-    m.status = ms;
-    m.attempt_count = sqlite3_column_int(st, 6);
-    m.max_attempts = sqlite3_column_int(st, 7);
-    m.created_at = sqlite3_column_int64(st, 8);
-    m.next_attempt_at = sqlite3_column_int64(st, 9);
-    m.claimed_at = sq_col_or(st, 10, 0);
-    m.delivered_at = sq_col_or(st, 11, 0);
-    m.last_error = col_text(st, 12);
-    m.last_status_code = (int)sq_col_or(st, 13, 0);
-    m.last_response_ms = sq_col_or(st, 14, -1);
-    m.payload_bytes = sqlite3_column_int64(st, 15);
-    m.last_error_class = col_text(st, 16);
+    sq_msg_cols(st, &m);
     stop = fn(ctx, &m);
     sqlite3_reset(st);
     return stop ? store_fail(s, STORE_E_NOMEM, "get: out of memory") : 0;
+}
+
+void sq_msg_cols(sqlite3_stmt *st, struct store_message *m)
+{
+    enum msg_status ms = MSG_PENDING;
+
+    memset(m, 0, sizeof *m);
+    m->id = sqlite3_column_int64(st, 0);
+    m->endpoint = col_text(st, 1);
+    m->endpoint_id = sqlite3_column_int64(st, 2);
+    m->event_id = col_text(st, 3);
+    m->event_type = col_text(st, 4);
+    msg_status_parse(col_text(st, 5), &ms);
+    m->status = ms;
+    m->attempt_count = sqlite3_column_int(st, 6);
+    m->max_attempts = sqlite3_column_int(st, 7);
+    m->created_at = sqlite3_column_int64(st, 8);
+    m->next_attempt_at = sqlite3_column_int64(st, 9);
+    m->claimed_at = sq_col_or(st, 10, 0);
+    m->delivered_at = sq_col_or(st, 11, 0);
+    m->last_error = col_text(st, 12);
+    m->last_status_code = (int)sq_col_or(st, 13, 0);
+    m->last_response_ms = sq_col_or(st, 14, -1);
+    m->payload_bytes = sqlite3_column_int64(st, 15);
+    m->last_error_class = col_text(st, 16);
+    m->erased_at = sq_col_or(st, 17, 0);
+}
+
+/* Prepared per call: searches are rare, and the writer runs them too
+ * (requeue, purge and erase by filter), whose statements are its own.
+ * Newest first by rowid (a walk of the table's own B-tree from `before`
+ * down), or the rows of one event id from idx_queue_event. */
+int sq_message_scan(struct store *s, const char *event_id, int64_t before, int64_t limit, int with_payload,
+                    int (*fn)(void *ctx, const struct store_message *m, const char *payload, size_t len),
+                    void *ctx)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = NULL;
+    char sql[768];
+    int rc, stop = 0;
+
+    snprintf(sql, sizeof sql,
+             "SELECT " SQ_MSG_COLS ", CASE WHEN ?4 THEN q.payload END FROM webhook_queue q "
+             "LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE %s AND (?2 = 0 OR q.id < ?2) "
+             "ORDER BY q.id DESC LIMIT ?3",
+             event_id ? "q.event_id = ?1" : "?1 IS NULL");
+    rc = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return sq_fail(q, rc, "search");
+    if (event_id)
+        sqlite3_bind_text(st, 1, event_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, before);
+    sqlite3_bind_int64(st, 3, limit);
+    sqlite3_bind_int(st, 4, with_payload != 0);
+    while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct store_message m;
+        sq_msg_cols(st, &m);
+        stop = fn(ctx, &m, with_payload ? (const char *)sqlite3_column_blob(st, SQ_MSG_NCOLS) : NULL,
+                  with_payload ? (size_t)sqlite3_column_bytes(st, SQ_MSG_NCOLS) : 0);
+    }
+    sqlite3_finalize(st);
+    if (stop < 0)
+        return store_fail(s, STORE_E_NOMEM, "search: out of memory");
+    if (!stop && rc != SQLITE_DONE)
+        return sq_fail(q, rc, "search");
+    return 0;
 }
 
 int sq_message_attempts(struct store *s, const struct store_message *m, int limit,

@@ -71,10 +71,11 @@ const char *const sq_sql[SQ__COUNT] = {
     [SQ_FAILED] =
         "UPDATE webhook_queue SET status = CASE WHEN erased_at IS NULL THEN 'failed' ELSE 'dead_letter' END, "
         "attempt_count = ?2, next_attempt_at = ?3, "
-        "last_error = ?4, last_status_code = ?5, last_response_ms = ?6, last_error_class = ?7 "
+        "last_error = CASE WHEN erased_at IS NULL THEN ?4 END, last_status_code = ?5, last_response_ms = ?6, last_error_class = ?7 "
         "WHERE id = ?1 AND status = 'in_flight'",
     [SQ_DEAD] =
-        "UPDATE webhook_queue SET status = 'dead_letter', attempt_count = ?2, last_error = ?3, "
+        "UPDATE webhook_queue SET status = 'dead_letter', attempt_count = ?2, "
+        "last_error = CASE WHEN erased_at IS NULL THEN ?3 END, "
         "last_status_code = ?4, last_response_ms = ?5, last_error_class = ?6 "
         "WHERE id = ?1 AND status = 'in_flight'",
     [SQ_RELEASE] =
@@ -189,10 +190,7 @@ const char *const sq_sql[SQ__COUNT] = {
         "SELECT created_at FROM webhook_queue WHERE id = (SELECT min(id) FROM webhook_queue "
         "INDEXED BY idx_queue_next WHERE status IN ('pending', 'failed'))",
     [SQ_GET] =
-        "SELECT q.id, e.name, q.endpoint_id, q.event_id, q.event_type, q.status, q.attempt_count, "
-        "q.max_attempts, q.created_at, q.next_attempt_at, q.claimed_at, q.delivered_at, q.last_error, "
-        "q.last_status_code, q.last_response_ms, length(CAST(q.payload AS BLOB)), q.last_error_class "
-        "FROM webhook_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE q.id = ?1",
+        "SELECT " SQ_MSG_COLS " FROM webhook_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE q.id = ?1",
     [SQ_GET_ATTEMPTS] =
         "SELECT at, response_ms, status_code, error_class, detail, method, url, response, generation, attempt "
         "FROM delivery_attempts WHERE message_id = ?1 ORDER BY generation, attempt LIMIT ?2",

@@ -5,3 +5,6 @@
 -- and is not retried.
 
 ALTER TABLE hookd_queue ADD COLUMN erased_at timestamptz;
+-- idx_queue_payload: [retention] payload erases delivered rows by
+-- delivery time; erased rows leave the index.
+CREATE INDEX idx_queue_payload ON hookd_queue (delivered_at) WHERE status = 'delivered' AND erased_at IS NULL;

@@ -305,7 +305,9 @@ static int m_recover(struct store *s, int64_t now, int64_t *n)
     *n = 0;
     for (i = 0; i < st->nmsg; i++)
         if (st->msg[i].status == MSG_IN_FLIGHT) {
-            st->msg[i].status = st->msg[i].attempt_count > 0 ? MSG_FAILED : MSG_PENDING;
+            st->msg[i].status = st->msg[i].erased_at           ? MSG_DEAD_LETTER
+                                : st->msg[i].attempt_count > 0 ? MSG_FAILED
+                                                               : MSG_PENDING;
             st->msg[i].next_attempt_at = now;
             (*n)++;
         }
@@ -545,7 +547,7 @@ static int m_settle(struct store *s, struct store_settle *v, size_t n)
             continue;
         switch (r->verdict) {
         case SETTLE_RELEASE:
-            m->status = m->attempt_count > 0 ? MSG_FAILED : MSG_PENDING;
+            m->status = m->erased_at ? MSG_DEAD_LETTER : m->attempt_count > 0 ? MSG_FAILED : MSG_PENDING;
             m->next_attempt_at = r->next_attempt_at;
             continue;
         case SETTLE_DELIVERED:
@@ -555,14 +557,15 @@ static int m_settle(struct store *s, struct store_settle *v, size_t n)
             set_str(&m->last_error_class, NULL);
             break;
         case SETTLE_RETRY:
-            m->status = MSG_FAILED;
+            /* an erased row is not sent again */
+            m->status = m->erased_at ? MSG_DEAD_LETTER : MSG_FAILED;
             m->next_attempt_at = r->next_attempt_at;
-            set_str(&m->last_error, r->error);
+            set_str(&m->last_error, m->erased_at ? NULL : r->error);
             set_str(&m->last_error_class, r->error_class);
             break;
         case SETTLE_DEAD:
             m->status = MSG_DEAD_LETTER;
-            set_str(&m->last_error, r->error);
+            set_str(&m->last_error, m->erased_at ? NULL : r->error);
             set_str(&m->last_error_class, r->error_class);
             break;
         }
@@ -706,6 +709,42 @@ static int m_purge(struct store *s, const struct store_filter *f, int64_t *n)
     return 0;
 }
 
+static void erase_msg(struct mem_state *st, struct mem_msg *m, int64_t now)
+{
+    size_t k;
+
+    m->payload[0] = '\0';
+    m->payload_len = 0;
+    if (!m->erased_at)
+        m->erased_at = now;
+    set_str(&m->last_error, NULL);
+    if (m->status == MSG_PENDING || m->status == MSG_FAILED) {
+        m->status = MSG_DEAD_LETTER;
+        set_str(&m->last_error_class, "erased");
+    }
+    for (k = 0; k < st->natt; k++)
+        if (st->att[k].message_id == m->id) {
+            free(st->att[k].detail);
+            free(st->att[k].url);
+            free(st->att[k].response);
+            st->att[k].detail = st->att[k].url = st->att[k].response = NULL;
+        }
+}
+
+static int m_erase(struct store *s, int64_t id, int64_t now, int64_t *n)
+{
+    struct mem_state *st = ST(s);
+    struct mem_msg *m;
+
+    if (writer_only(s, "erase"))
+        return -1;
+    m = msg_by_id(st, id);
+    *n = m != NULL;
+    if (m)
+        erase_msg(st, m, now);
+    return 0;
+}
+
 static int m_expire(struct store *s, enum store_expiry what, int64_t before, int64_t limit, int64_t *n)
 {
     struct mem_state *st = ST(s);
@@ -718,6 +757,14 @@ static int m_expire(struct store *s, enum store_expiry what, int64_t before, int
         struct mem_msg *m = &st->msg[i];
         if (what == EXPIRE_HISTORY)
             break;
+        if (what == EXPIRE_PAYLOADS) {
+            if (m->status == MSG_DELIVERED && !m->erased_at && m->delivered_at < before) {
+                erase_msg(st, m, before);
+                (*n)++;
+            }
+            i++;
+            continue;
+        }
         if ((what == EXPIRE_DELIVERED && m->status == MSG_DELIVERED && m->delivered_at < before) ||
             (what == EXPIRE_DEAD_LETTERS && m->status == MSG_DEAD_LETTER && m->created_at < before)) {
             msg_drop(st, i);
@@ -920,18 +967,55 @@ static void m_snapshot_end(struct store *s)
     (void)s;
 }
 
+static void msg_out(struct mem_state *st, const struct mem_msg *m, struct store_message *o);
+
 static int m_message_get(struct store *s, int64_t id, int (*fn)(void *, const struct store_message *), void *ctx,
                          int *found)
 {
     struct mem_state *st = ST(s);
     struct mem_msg *m = msg_by_id(st, id);
-    struct mem_ep *e;
     struct store_message out;
 
     *found = m != NULL;
     if (!m)
         return 0;
-    e = ep_by_id(st, m->endpoint_id);
+    msg_out(st, m, &out);
+    return fn(ctx, &out) ? store_fail(s, STORE_E_NOMEM, "get: stopped") : 0;
+}
+
+/* newest first: ids grow, and the array keeps insertion order except
+ * where drops moved rows, so each step looks for the next lower id */
+static int m_message_scan(struct store *s, const char *event_id, int64_t before, int64_t limit, int with_payload,
+                          int (*fn)(void *, const struct store_message *, const char *, size_t), void *ctx)
+{
+    struct mem_state *st = ST(s);
+    int64_t n = 0, below = before ? before : INT64_MAX;
+    int stop = 0;
+
+    while (!stop && n < limit) {
+        struct mem_msg *best = NULL;
+        struct store_message out;
+        size_t i;
+        for (i = 0; i < st->nmsg; i++) {
+            struct mem_msg *m = &st->msg[i];
+            if (m->id < below && (!event_id || strcmp(m->event_id, event_id) == 0) && (!best || m->id > best->id))
+                best = m;
+        }
+        if (!best)
+            break;
+        below = best->id;
+        msg_out(st, best, &out);
+        stop = fn(ctx, &out, with_payload ? best->payload : NULL, with_payload ? best->payload_len : 0);
+        n++;
+    }
+    return stop < 0 ? store_fail(s, STORE_E_NOMEM, "search: stopped") : 0;
+}
+
+static void msg_out(struct mem_state *st, const struct mem_msg *m, struct store_message *o)
+{
+    struct mem_ep *e = ep_by_id(st, m->endpoint_id);
+    struct store_message out;
+
     memset(&out, 0, sizeof out);
     out.id = m->id;
     out.endpoint_id = m->endpoint_id;
@@ -950,7 +1034,8 @@ static int m_message_get(struct store *s, int64_t id, int (*fn)(void *, const st
     out.last_status_code = m->last_status_code;
     out.last_response_ms = m->last_response_ms;
     out.payload_bytes = (int64_t)m->payload_len;
-    return fn(ctx, &out) ? store_fail(s, STORE_E_NOMEM, "get: stopped") : 0;
+    out.erased_at = m->erased_at;
+    *o = out;
 }
 
 static int m_message_attempts(struct store *s, const struct store_message *m, int limit,
@@ -1386,6 +1471,7 @@ static const struct store_ops mem_ops = {
     .requeue = m_requeue,
     .purge = m_purge,
     .expire = m_expire,
+    .erase = m_erase,
     .endpoint_put = m_endpoint_put,
     .endpoint_delete = m_endpoint_delete,
     .endpoint_pause = m_endpoint_pause,
@@ -1397,6 +1483,7 @@ static const struct store_ops mem_ops = {
     .snapshot_begin = m_snapshot_begin,
     .snapshot_end = m_snapshot_end,
     .message_get = m_message_get,
+    .message_scan = m_message_scan,
     .message_attempts = m_message_attempts,
     .queue_stats = m_queue_stats,
     .endpoint_list = m_endpoint_list,
