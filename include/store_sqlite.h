@@ -81,6 +81,9 @@ const char *sq_health_select(void);
     "q.last_response_ms, length(CAST(q.payload AS BLOB)), q.last_error_class, q.erased_at"
 #define SQ_MSG_NCOLS 18
 void sq_msg_cols(sqlite3_stmt *st, struct store_message *m);
+/* The search's statement (message_scan): by event id from its index, or
+ * newest first down the table's rowids (exposed for the plan test). */
+const char *sq_search_sql(int by_event);
 
 /* The operations, by file. */
 int sq_recover(struct store *s, int64_t now, int64_t *n);

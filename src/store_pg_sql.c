@@ -315,7 +315,7 @@ const char *const pg_sql[PG__COUNT] = {
         "SELECT endpoint_id, event_id, event_type, payload, status, attempt_count, max_attempts, "
         MS("created_at") ", " MS("next_attempt_at") ", last_error, last_error_class, last_status_code, "
         "last_response_ms, ordering_key FROM hookd_queue "
-        "WHERE status IN ('pending', 'failed', 'in_flight', 'dead_letter') ORDER BY id",
+        "WHERE status IN ('pending', 'failed', 'in_flight', 'dead_letter') AND erased_at IS NULL ORDER BY id",
 };
 
 /* ---- parameters ---- */

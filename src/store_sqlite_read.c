@@ -131,6 +131,16 @@ void sq_msg_cols(sqlite3_stmt *st, struct store_message *m)
     m->erased_at = sq_col_or(st, 17, 0);
 }
 
+#define SQ_SEARCH(where)                                                                                  \
+    "SELECT " SQ_MSG_COLS ", CASE WHEN ?4 THEN q.payload END FROM webhook_queue q "                      \
+    "LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE " where " AND (?2 = 0 OR q.id < ?2) "          \
+    "ORDER BY q.id DESC LIMIT ?3"
+
+const char *sq_search_sql(int by_event)
+{
+    return by_event ? SQ_SEARCH("q.event_id = ?1") : SQ_SEARCH("?1 IS NULL");
+}
+
 /* Prepared per call: searches are rare, and the writer runs them too
  * (requeue, purge and erase by filter), whose statements are its own.
  * Newest first by rowid (a walk of the table's own B-tree from `before`
@@ -141,15 +151,9 @@ int sq_message_scan(struct store *s, const char *event_id, int64_t before, int64
 {
     struct sq_store *q = (struct sq_store *)s;
     sqlite3_stmt *st = NULL;
-    char sql[768];
     int rc, stop = 0;
 
-    snprintf(sql, sizeof sql,
-             "SELECT " SQ_MSG_COLS ", CASE WHEN ?4 THEN q.payload END FROM webhook_queue q "
-             "LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE %s AND (?2 = 0 OR q.id < ?2) "
-             "ORDER BY q.id DESC LIMIT ?3",
-             event_id ? "q.event_id = ?1" : "?1 IS NULL");
-    rc = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
+    rc = sqlite3_prepare_v2(q->db, sq_search_sql(event_id != NULL), -1, &st, NULL);
     if (rc != SQLITE_OK)
         return sq_fail(q, rc, "search");
     if (event_id)
@@ -375,7 +379,9 @@ int sq_export_rows(struct store *s, int64_t now, int (*fn)(void *ctx, const stru
                                 "SELECT endpoint_id, event_id, event_type, payload, status, attempt_count, "
                                 "max_attempts, created_at, next_attempt_at, last_error, last_error_class, "
                                 "last_status_code, last_response_ms, ordering_key FROM webhook_queue "
-                                "WHERE status IN ('pending', 'failed', 'in_flight', 'dead_letter') ORDER BY id",
+                                /* an erased row has nothing to move */
+                                "WHERE status IN ('pending', 'failed', 'in_flight', 'dead_letter') "
+                                "AND erased_at IS NULL ORDER BY id",
                                 -1, &st, NULL);
 
     if (rc != SQLITE_OK)

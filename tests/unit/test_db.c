@@ -13,6 +13,7 @@
 #include "config.h"
 #include "db.h"
 #include "schema_sql.h"
+#include "store_sqlite.h"
 
 static char dir[64];
 static struct config cfg;
@@ -242,8 +243,9 @@ static void test_v4_to_v5_keeps_rows_counter_and_checks(void **st)
     assert_int_not_equal(db_exec(db, "UPDATE webhook_queue SET status = 'lost' WHERE id = 4"), 0);
     assert_int_not_equal(db_exec(db, "UPDATE endpoint_health SET state = 'ajar'"), 0);
     /* 5 from version 5, idx_queue_order from 6, idx_queue_event from 9
-     * (the dedup key, event id first, instead of the table's autoindex) */
-    assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_queue_%'"), 7);
+     * (the dedup key, event id first, instead of the table's autoindex),
+     * idx_queue_payload from 12 */
+    assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_queue_%'"), 8);
     assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'webhook_queue' "
                                  "AND name LIKE 'sqlite_autoindex%'"), 0);
     /* an (endpoint, event id) pair is still unique, and the enqueue's
@@ -330,6 +332,45 @@ static void test_v10_to_v11_shows_the_hidden_attempt(void **st)
     db_close(db);
 }
 
+/* The plan of sql, its rows' details joined by " | ". */
+static void plan_of(sqlite3 *db, const char *sql, char *out, size_t n)
+{
+    char q[2048];
+    sqlite3_stmt *st;
+    size_t len = 0;
+
+    snprintf(q, sizeof q, "EXPLAIN QUERY PLAN %s", sql);
+    assert_int_equal(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
+    out[0] = '\0';
+    while (sqlite3_step(st) == SQLITE_ROW && len + 1 < n)
+        len += (size_t)snprintf(out + len, n - len, "%s | ", (const char *)sqlite3_column_text(st, 3));
+    sqlite3_finalize(st);
+}
+
+/* The search reads by index, never the whole table sorted: an event id
+ * from the dedup key's index, otherwise the rowids newest first (no sort);
+ * [retention] payload walks idx_queue_payload. */
+static void test_search_and_erase_plans(void **st)
+{
+    char err[512], plan[1024];
+    sqlite3 *db;
+
+    (void)st;
+    assert_int_equal(db_open_writer(&cfg, &db, err, sizeof err), 0);
+    plan_of(db, sq_search_sql(1), plan, sizeof plan);
+    assert_non_null(strstr(plan, "idx_queue_event"));
+    plan_of(db, sq_search_sql(0), plan, sizeof plan);
+    /* "SEARCH q USING INTEGER PRIMARY KEY (rowid<?)" or "SCAN q": the
+     * table's own order either way, never a sort */
+    assert_true(strstr(plan, "SCAN q") || strstr(plan, "INTEGER PRIMARY KEY"));
+    assert_null(strstr(plan, "TEMP B-TREE"));
+    plan_of(db, "SELECT id FROM webhook_queue INDEXED BY idx_queue_payload WHERE status = 'delivered' "
+                "AND erased_at IS NULL AND delivered_at < 5 ORDER BY delivered_at LIMIT 10", plan, sizeof plan);
+    assert_non_null(strstr(plan, "idx_queue_payload"));
+    assert_null(strstr(plan, "TEMP B-TREE"));
+    db_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -339,6 +380,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v4_to_v5_keeps_rows_counter_and_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v9_to_v10_keeps_the_attempt_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v10_to_v11_shows_the_hidden_attempt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_search_and_erase_plans, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
