@@ -400,7 +400,7 @@ int cli_build_requeue(const struct args *a, cJSON *req, struct buf *payload, cha
                          size_t errlen)
 {
     if ((a->npos > 0) == (a->val[O_ENDPOINT] != NULL || a->val[O_EVENT_ID] != NULL)) {
-        snprintf(err, errlen, "requeue needs a message ID, or --endpoint NAME and/or --event-id ID");
+        snprintf(err, errlen, "requeue needs a message ID, or --endpoint NAME and/or --event-id ID (one of them)");
         return -1;
     }
     if (a->npos > 0 && (a->seen & (SELECT_OPTS | OB(O_DRY_RUN)) & ~OB(O_SINCE))) {
