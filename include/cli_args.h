@@ -114,7 +114,7 @@ int cli_build_slow(const struct args *a, cJSON *req, struct buf *payload, char *
 /* cli_msgs.c: message search and erasure */
 int cli_build_messages(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
 int cli_build_erase(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
-/* The selector's members from the options (not --endpoint, --since,
+/* cli_args.c: the selector's members from the options (not --endpoint, --since,
  * --status: each command adds those its own way). 0 / -1 with err. */
 int cli_build_selector(const struct args *a, cJSON *req, char *err, size_t errlen);
 /* --since as "since" (epoch ms or a duration ago). */

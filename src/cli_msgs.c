@@ -26,59 +26,6 @@ static int add_num(cJSON *o, const char *k, int64_t v, char *err, size_t errlen)
     return cJSON_AddNumberToObject(o, k, (double)v) ? 0 : oom(err, errlen);
 }
 
-static int add_int_opt(const struct args *a, enum opt_id id, const char *key, const char *what, int64_t min,
-                       int64_t max, cJSON *req, char *err, size_t errlen)
-{
-    int64_t v;
-
-    if (!a->val[id])
-        return 0;
-    if (util_parse_int(a->val[id], &v) < 0 || v < min || v > max) {
-        snprintf(err, errlen, "%s must be an integer in %lld..%lld, not '%s'", what, (long long)min, (long long)max,
-                 a->val[id]);
-        return -1;
-    }
-    return add_num(req, key, v, err, errlen);
-}
-
-int cli_build_selector(const struct args *a, cJSON *req, char *err, size_t errlen)
-{
-    cJSON *arr;
-    int64_t until;
-    size_t i, eq;
-
-    if ((a->val[O_EVENT_ID] && add_str(req, "event_id", a->val[O_EVENT_ID], err, errlen) < 0) ||
-        (a->val[O_TYPE] && add_str(req, "type", a->val[O_TYPE], err, errlen) < 0) ||
-        (a->val[O_ERROR_CLASS] && add_str(req, "error_class", a->val[O_ERROR_CLASS], err, errlen) < 0) ||
-        add_int_opt(a, O_LIMIT, "limit", "--limit", 1, MSGSEL_LIMIT_MAX, req, err, errlen) < 0 ||
-        add_int_opt(a, O_AFTER, "after", "--after", 1, INT64_MAX / 2, req, err, errlen) < 0)
-        return -1;
-    if (a->val[O_UNTIL]) {
-        if (cli_parse_since(a->val[O_UNTIL], util_now_ms(), &until) < 0 || until < 1) {
-            snprintf(err, errlen, "--until wants epoch milliseconds or a duration like 2h, not '%s'", a->val[O_UNTIL]);
-            return -1;
-        }
-        if (add_num(req, "until", until, err, errlen) < 0)
-            return -1;
-    }
-    if ((a->seen & OB(O_DRY_RUN)) && !cJSON_AddTrueToObject(req, "dry_run"))
-        return oom(err, errlen);
-    if (!a->nrep[R_WHERE])
-        return 0;
-    if (!(arr = cJSON_AddArrayToObject(req, "where")))
-        return oom(err, errlen);
-    for (i = 0; i < a->nrep[R_WHERE]; i++) {
-        cJSON *s;
-        if (msgsel_where_split(a->rep[R_WHERE][i], &eq, err, errlen) < 0)
-            return -1;
-        if (!(s = cJSON_CreateString(a->rep[R_WHERE][i])) || !cJSON_AddItemToArray(arr, s)) {
-            cJSON_Delete(s);
-            return oom(err, errlen);
-        }
-    }
-    return 0;
-}
-
 /* --status for a search: any of the five statuses, comma separated */
 static int add_status_list(const struct args *a, cJSON *req, char *err, size_t errlen)
 {
