@@ -168,6 +168,7 @@ struct store_health {
     int probe_out;               /* half_open: the single probe is out (shared backends;
                                   * health_save stores it as this node's) */
     int paused;                  /* health_lock only: the endpoint's paused flag */
+    int64_t in_flight;           /* health_lock only: its rows in flight on every node */
     /* latency rollup (health_load and the reads; ignored by health_save) */
     int has_latency;
     int64_t p50_ms, p95_ms, p99_ms, sample_count;

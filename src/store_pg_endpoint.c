@@ -128,6 +128,7 @@ static int health_rows(struct store *s, const PGresult *r, int locked,
         if (locked) {
             h.probe_out = (int)pg_i64(r, i, 2 + PG_HEALTH_NCOLS, 0);
             h.paused = (int)pg_i64(r, i, 3 + PG_HEALTH_NCOLS, 0);
+            h.in_flight = pg_i64(r, i, 4 + PG_HEALTH_NCOLS, 0);
         }
         if (fn(ctx, &h) != 0)
             return store_fail(s, STORE_E_NOMEM, "%s: out of memory", what);

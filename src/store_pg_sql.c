@@ -27,11 +27,14 @@
     "o.ordering_key IS NOT NULL AND o.status IN ('pending', 'failed', 'in_flight')))"
 
 /* No other node has blocked the endpoint: its shared breaker is closed
- * and it is not paused. A claim of an endpoint whose health row this
- * transaction has not read under lock asks this first: a node learns of
- * another's breaker opening from the claim that found nothing. */
+ * without failures counted, and it is not paused. A claim of an endpoint
+ * whose health row this transaction has not read under lock asks this
+ * first: a node learns of another's breaker opening, or of failures that
+ * make every node's admission go through the locked row (the requests in
+ * flight count against the threshold), from the claim that found nothing. */
 #define PG_UNBLOCKED(ep)                                                                                \
-    "(NOT EXISTS (SELECT 1 FROM endpoint_health h WHERE h.endpoint_id = " ep " AND h.state <> 'closed') " \
+    "(NOT EXISTS (SELECT 1 FROM endpoint_health h WHERE h.endpoint_id = " ep " AND (h.state <> 'closed' "    \
+    "OR h.consecutive_failures > 0)) "                                                                        \
     "AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = " ep " AND e.paused <> 0))"
 
 /* The claim: due rows of one endpoint, oldest due first, taken with
@@ -145,7 +148,9 @@ const char *const pg_sql[PG__COUNT] = {
     /* the shared breaker of several endpoints, locked in id order */
     [PG_HEALTH_LOCK] =
         "SELECT h.endpoint_id, h.endpoint_url, " PG_HEALTH_COLS ", (h.probe_node IS NOT NULL)::int, "
-        "coalesce((SELECT e.paused FROM endpoints e WHERE e.id = h.endpoint_id), 0) "
+        "coalesce((SELECT e.paused FROM endpoints e WHERE e.id = h.endpoint_id), 0), "
+        /* from idx_queue_in_flight: what every node has sent and not settled */
+        "(SELECT count(*) FROM hookd_queue q WHERE q.endpoint_id = h.endpoint_id AND q.status = 'in_flight') "
         "FROM endpoint_health h WHERE h.endpoint_id = ANY ($1::bigint[]) ORDER BY h.endpoint_id FOR UPDATE",
     /* every endpoint has its health row before any node locks it: a row
      * two nodes insert at once would make one wait inside its round */
