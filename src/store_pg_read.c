@@ -1,6 +1,7 @@
 /* store_pg_read.c - the reader's queries on PostgreSQL. Nothing here
- * reads hookd_queue.payload (only its length; export excepted, which
- * exists to copy it) or the values of endpoints.secrets / headers. */
+ * reads hookd_queue.payload (only its length) but export, which exists
+ * to copy it, and a search asked for it (a payload condition, admin
+ * only); nothing reads the values of endpoints.secrets / headers. */
 #define HOOKD_STORE_PG_PRIVATE
 #include "store_pg.h"
 

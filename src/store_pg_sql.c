@@ -148,10 +148,15 @@ const char *const pg_sql[PG__COUNT] = {
     /* the shared breaker of several endpoints, locked in id order */
     [PG_HEALTH_LOCK] =
         "SELECT h.endpoint_id, h.endpoint_url, " PG_HEALTH_COLS ", (h.probe_node IS NOT NULL)::int, "
-        "coalesce((SELECT e.paused FROM endpoints e WHERE e.id = h.endpoint_id), 0), "
-        /* from idx_queue_in_flight: what every node has sent and not settled */
-        "(SELECT count(*) FROM hookd_queue q WHERE q.endpoint_id = h.endpoint_id AND q.status = 'in_flight') "
+        "coalesce((SELECT e.paused FROM endpoints e WHERE e.id = h.endpoint_id), 0) "
         "FROM endpoint_health h WHERE h.endpoint_id = ANY ($1::bigint[]) ORDER BY h.endpoint_id FOR UPDATE",
+    /* after PG_HEALTH_LOCK, in a statement of its own: a statement that
+     * waited for a row lock reads other tables as they were when it began,
+     * and would miss the rows the lock's previous holder just claimed.
+     * From idx_queue_in_flight: what every node has sent and not settled. */
+    [PG_IN_FLIGHT] =
+        "SELECT endpoint_id, count(*) FROM hookd_queue WHERE endpoint_id = ANY ($1::bigint[]) "
+        "AND status = 'in_flight' GROUP BY endpoint_id",
     /* every endpoint has its health row before any node locks it: a row
      * two nodes insert at once would make one wait inside its round */
     [PG_HEALTH_ENSURE] =

@@ -1,6 +1,7 @@
 /* store_sqlite_read.c - the reader's queries on SQLite (read-only
  * connection). Nothing here reads webhook_queue.payload (only its length)
- * or the values of endpoints.secrets / endpoints.headers. */
+ * but export and a search asked for it (a payload condition, admin only),
+ * nor the values of endpoints.secrets / endpoints.headers. */
 #include "store_sqlite.h"
 #include "util.h"
 
