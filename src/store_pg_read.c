@@ -381,7 +381,7 @@ int pg_message_scan(struct store *s, const char *event_id, int64_t before, int64
 
     pg_p_init(&p);
     pg_p_text(&p, event_id);
-    pg_p_i64(&p, before);
+    pg_p_i64(&p, before > 0 ? before : INT64_MAX);   /* a plain bound: an index seek */
     pg_p_i64(&p, limit);
     pg_p_i64(&p, with_payload != 0);
     if (pg_ensure_conn(g) < 0)
@@ -389,7 +389,7 @@ int pg_message_scan(struct store *s, const char *event_id, int64_t before, int64
     r = PQexecParams(g->conn,
                      "SELECT " PG_MSG_COLS ", CASE WHEN $4::int = 1 THEN convert_from(q.payload, 'UTF8') END "
                      "FROM hookd_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id "
-                     "WHERE ($1::text IS NULL OR q.event_id = $1) AND ($2::bigint = 0 OR q.id < $2) "
+                     "WHERE ($1::text IS NULL OR q.event_id = $1) AND q.id < $2 "
                      "ORDER BY q.id DESC LIMIT $3",
                      p.n, NULL, p.v, p.len, p.fmt, 0);
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {

@@ -134,7 +134,7 @@ void sq_msg_cols(sqlite3_stmt *st, struct store_message *m)
 
 #define SQ_SEARCH(where)                                                                                  \
     "SELECT " SQ_MSG_COLS ", CASE WHEN ?4 THEN q.payload END FROM webhook_queue q "                      \
-    "LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE " where " AND (?2 = 0 OR q.id < ?2) "          \
+    "LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE " where " AND q.id < ?2 "                       \
     "ORDER BY q.id DESC LIMIT ?3"
 
 const char *sq_search_sql(int by_event)
@@ -159,7 +159,9 @@ int sq_message_scan(struct store *s, const char *event_id, int64_t before, int64
         return sq_fail(q, rc, "search");
     if (event_id)
         sqlite3_bind_text(st, 1, event_id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, before);
+    /* a plain bound: "(?2 = 0 OR id < ?2)" would walk from the newest
+     * row down on every page instead of seeking */
+    sqlite3_bind_int64(st, 2, before > 0 ? before : INT64_MAX);
     sqlite3_bind_int64(st, 3, limit);
     sqlite3_bind_int(st, 4, with_payload != 0);
     while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {

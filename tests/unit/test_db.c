@@ -360,9 +360,10 @@ static void test_search_and_erase_plans(void **st)
     plan_of(db, sq_search_sql(1), plan, sizeof plan);
     assert_non_null(strstr(plan, "idx_queue_event"));
     plan_of(db, sq_search_sql(0), plan, sizeof plan);
-    /* "SEARCH q USING INTEGER PRIMARY KEY (rowid<?)" or "SCAN q": the
-     * table's own order either way, never a sort */
-    assert_true(strstr(plan, "SCAN q") || strstr(plan, "INTEGER PRIMARY KEY"));
+    /* each page seeks to its bound in the table's own order: no sort, and
+     * no walk from the newest row down (measured: 100,000 rows in pages
+     * of 500 took 3.5 s with "(?2 = 0 OR id < ?2)", which scans) */
+    assert_non_null(strstr(plan, "SEARCH q USING INTEGER PRIMARY KEY (rowid<?)"));
     assert_null(strstr(plan, "TEMP B-TREE"));
     plan_of(db, "SELECT id FROM webhook_queue INDEXED BY idx_queue_payload WHERE status = 'delivered' "
                 "AND erased_at IS NULL AND delivered_at < 5 ORDER BY delivered_at LIMIT 10", plan, sizeof plan);
