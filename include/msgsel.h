@@ -22,6 +22,7 @@ struct cJSON;
 #define MSGSEL_LIMIT_DEFAULT 100
 #define MSGSEL_LIMIT_MAX 10000
 #define MSGSEL_SCAN_MAX 100000      /* rows one walk reads */
+#define MSGSEL_SCAN_WRITER 20000    /* ... when the writer walks (requeue, purge, erase) */
 
 struct msgsel_where {
     char *path;
@@ -40,6 +41,7 @@ struct msgsel {
     int64_t after;               /* keyset: ids below this one (0: from the newest) */
     int dry_run;
     int skip_erased;             /* set by the caller: erased rows do not match */
+    int64_t scan_max;            /* set by the caller: rows a walk reads (0: MSGSEL_SCAN_MAX) */
     int given;                   /* a member beyond id/endpoint/since/statuses was given */
 };
 
@@ -67,8 +69,8 @@ struct msgsel_walk {
 /* Walk the store for s's rows, newest first, handing at most max of them
  * to fn (a non-zero return stops the walk: 1 as done, -1 out of memory).
  * out->next is set when more may match: the walk found a match past max
- * (next: the last row handed over) or read MSGSEL_SCAN_MAX rows (next:
- * the last row read). 0, or -1 with the store's error. */
+ * (next: the last row handed over) or read its bound of rows (next: the
+ * last row read). 0, or -1 with the store's error. */
 int msgsel_walk(struct store *st, const struct msgsel *s, int64_t max,
                 int (*fn)(void *ctx, const struct store_message *m), void *ctx, struct msgsel_walk *out);
 

@@ -66,6 +66,15 @@ out:
 
 #define BY_FILTER_LIMIT 1000   /* rows one requeue, purge or erase by filter touches unless told */
 
+/* where the next request goes on (after = next); null: nothing left */
+static void put_next(struct buf *b, int64_t next)
+{
+    if (next)
+        buf_printf(b, "%lld", (long long)next);
+    else
+        buf_puts(b, "null");
+}
+
 struct ids {
     int64_t *v;
     size_t n, cap;
@@ -117,6 +126,8 @@ static int by_filter(struct registry *r, struct store *st, struct req *q, struct
     }
     if (take)
         s->statuses = s->statuses ? s->statuses & take : take;
+    /* the writer's walk is shorter: enqueues wait for it */
+    s->scan_max = MSGSEL_SCAN_WRITER;
     if (begin(st, q) < 0)
         return -1;
     if (msgsel_walk(st, s, limit, collect, &ids, &w) < 0) {
@@ -139,8 +150,10 @@ static int by_filter(struct registry *r, struct store *st, struct req *q, struct
         goto out;
     rc = 0;
     if (s->dry_run) {
-        buf_printf(&q->reply, "{\"ok\":true,\"dry_run\":true,\"matched\":%lld,\"more\":%s,\"scanned\":%lld}\n",
-                   (long long)ids.n, w.next ? "true" : "false", (long long)w.scanned);
+        buf_printf(&q->reply, "{\"ok\":true,\"dry_run\":true,\"matched\":%lld,\"more\":%s,\"next\":",
+                   (long long)ids.n, w.next ? "true" : "false");
+        put_next(&q->reply, w.next);
+        buf_printf(&q->reply, ",\"scanned\":%lld}\n", (long long)w.scanned);
         goto out;
     }
     if (q->p.op == OP_REQUEUE)
@@ -152,8 +165,10 @@ static int by_filter(struct registry *r, struct store *st, struct req *q, struct
         log_warn("checkpoint_failed", "when=erase err=\"%s\"", st->errmsg);
     log_info(done_name[q->p.op], "count=%lld by=filter%s%s", (long long)done, e ? " endpoint=" : "",
              e ? e->conf->def.name : "");
-    buf_printf(&q->reply, "{\"ok\":true,\"%s\":%lld,\"more\":%s}\n", done_name[q->p.op], (long long)done,
+    buf_printf(&q->reply, "{\"ok\":true,\"%s\":%lld,\"more\":%s,\"next\":", done_name[q->p.op], (long long)done,
                w.next ? "true" : "false");
+    put_next(&q->reply, w.next);
+    buf_puts(&q->reply, "}\n");
 out:
     free(ids.v);
     return rc;

@@ -522,7 +522,7 @@ static const struct cmd commands[] = {
            "                  [--endpoint NAME] [--where FIELD=VALUE]... [--limit N] [--dry-run]",
            "Remove payloads, response excerpts and URLs as sent (ids, statuses, times stay); a waiting\n"
            "                   message is not delivered any more.",
-           "erase", SELECT_OPTS | OB(O_DRY_RUN), 0, 1, cli_build_erase, cli_show_erase),
+           "erase", SELECT_OPTS | OB(O_DRY_RUN) | OB(O_AFTER), 0, 1, cli_build_erase, cli_show_erase),
     CLIENT("stats", 0, "stats", "Queue totals and delivery rates.", "stats", 0, 0, 0, cli_build_none,
            cli_show_stats),
     CLIENT("endpoints", 0, "endpoints", "List endpoints with circuit state, latency and queue.",
@@ -542,11 +542,12 @@ static const struct cmd commands[] = {
            "Send messages again from the start (attempts reset, the log kept). By ID or event id: whatever\n"
            "                   it became; by endpoint: its dead letters, or the statuses in LIST\n"
            "                   (dead_letter,delivered,failed). TIME is epoch ms or a duration ago (2h).", "requeue",
-           SELECT_OPTS | OB(O_STATUS) | OB(O_DRY_RUN), 0, 1, cli_build_requeue, cli_show_requeued),
+           SELECT_OPTS | OB(O_STATUS) | OB(O_DRY_RUN) | OB(O_AFTER), 0, 1, cli_build_requeue, cli_show_requeued),
     CLIENT("purge", 1,
            "purge [--endpoint NAME] [--since TIME] [--event-id ID] [--until TIME] [--type GLOB]\n"
            "                  [--error-class C] [--where F=V]... [--limit N] [--dry-run]",
-           "Delete dead letters.", "purge", SELECT_OPTS | OB(O_DRY_RUN), 0, 0, cli_build_purge, cli_show_purged),
+           "Delete dead letters.", "purge", SELECT_OPTS | OB(O_DRY_RUN) | OB(O_AFTER), 0, 0, cli_build_purge,
+           cli_show_purged),
     CLIENT("pause", 1, "pause NAME", "Stop delivering to an endpoint (messages keep queuing).",
            "pause", 0, 1, 1, cli_build_endpoint, cli_show_pause),
     CLIENT("resume", 1, "resume NAME", "Resume delivering to a paused endpoint.", "resume", 0, 1, 1,

@@ -457,7 +457,7 @@ int cli_build_requeue(const struct args *a, cJSON *req, struct buf *payload, cha
         snprintf(err, errlen, "requeue needs a message ID, or --endpoint NAME and/or --event-id ID (one of them)");
         return -1;
     }
-    if (a->npos > 0 && (a->seen & (SELECT_OPTS | OB(O_DRY_RUN)) & ~OB(O_SINCE))) {
+    if (a->npos > 0 && (a->seen & (SELECT_OPTS | OB(O_DRY_RUN) | OB(O_AFTER)) & ~OB(O_SINCE))) {
         snprintf(err, errlen, "a message ID takes no other filter");
         return -1;
     }

@@ -69,7 +69,7 @@ int cli_build_erase(const struct args *a, cJSON *req, struct buf *payload, char 
 
     (void)payload;
     if (a->npos > 0) {
-        if (a->seen & (SELECT_OPTS | OB(O_DRY_RUN))) {
+        if (a->seen & (SELECT_OPTS | OB(O_DRY_RUN) | OB(O_AFTER))) {
             snprintf(err, errlen, "a message ID takes no other filter");
             return -1;
         }
@@ -164,8 +164,8 @@ static void show_done(const cJSON *r, const char *key, const char *what)
         cli_fmt_val(cli_jget(r, key), n, sizeof n);
         printf("%s %s\n", key, n);
     }
-    if (cJSON_IsTrue(cli_jget(r, "more")))
-        printf("more match than --limit allows (or than one request reads): run it again\n");
+    if (cJSON_IsNumber(cli_jget(r, "next")))
+        printf("more may match: go on with --after %lld\n", (long long)cli_jget(r, "next")->valuedouble);
 }
 
 void cli_show_erase(const cJSON *r, const struct args *a)

@@ -292,14 +292,14 @@ int msgsel_walk(struct store *st, const struct msgsel *s, int64_t max,
                 int (*fn)(void *ctx, const struct store_message *m), void *ctx, struct msgsel_walk *out)
 {
     struct walk_ctx w = {s, max, fn, ctx, out, 0, 0, 0, 0, 0};
-    int64_t before = s->after;
+    int64_t before = s->after, cap = s->scan_max > 0 ? s->scan_max : MSGSEL_SCAN_MAX;
 
     memset(out, 0, sizeof *out);
     if (s->id && s->after && s->id >= s->after)
         return 0;
     /* by id: the walk starts at it (its first row is it or older) */
-    while (!w.done && out->scanned < MSGSEL_SCAN_MAX) {
-        int64_t page = MSGSEL_SCAN_MAX - out->scanned < MSGSEL_PAGE ? MSGSEL_SCAN_MAX - out->scanned : MSGSEL_PAGE;
+    while (!w.done && out->scanned < cap) {
+        int64_t page = cap - out->scanned < MSGSEL_PAGE ? cap - out->scanned : MSGSEL_PAGE;
         w.page_rows = 0;
         if (st->ops->message_scan(st, s->event_id, s->id ? s->id + 1 : before, s->id ? 1 : page, s->nwhere > 0,
                                   walk_row, &w) < 0)
@@ -310,7 +310,7 @@ int msgsel_walk(struct store *st, const struct msgsel *s, int64_t max,
     }
     if (w.full)
         out->next = w.last_given;
-    else if (!w.done && out->scanned >= MSGSEL_SCAN_MAX && w.page_rows)
+    else if (!w.done && out->scanned >= cap && w.page_rows)
         out->next = w.last_scanned;
     return 0;
 }

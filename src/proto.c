@@ -26,8 +26,9 @@ static const struct {
     {"endpoint.list", OP_ENDPOINT_LIST, 0, ""},
     {"endpoint.put", OP_ENDPOINT_PUT, 1, NULL},
     {"endpoint.delete", OP_ENDPOINT_DELETE, 1, "name"},
-    {"requeue", OP_REQUEUE, 1, "id endpoint since statuses event_id type error_class until where limit dry_run"},
-    {"purge", OP_PURGE, 1, "endpoint since event_id type error_class until where limit dry_run"},
+    {"requeue", OP_REQUEUE, 1,
+     "id endpoint since statuses event_id type error_class until where limit after dry_run"},
+    {"purge", OP_PURGE, 1, "endpoint since event_id type error_class until where limit after dry_run"},
     {"pause", OP_PAUSE, 1, "endpoint"},
     {"resume", OP_RESUME, 1, "endpoint"},
     {"dead_letters", OP_DEAD_LETTERS, 0, "hours"},
@@ -36,7 +37,7 @@ static const struct {
     {"attempts", OP_ATTEMPTS, 0, "id event_id endpoint"},
     {"report", OP_REPORT, 0, "hours"},
     {"messages", OP_MESSAGES, 0, "endpoint status event_id type error_class since until where limit after"},
-    {"erase", OP_ERASE, 1, "id endpoint event_id type error_class since until where limit dry_run"},
+    {"erase", OP_ERASE, 1, "id endpoint event_id type error_class since until where limit after dry_run"},
 };
 
 const char *proto_op_fields(enum proto_op op)

@@ -765,6 +765,24 @@ static void search_filters_and_pages(void **state)
     assert_int_equal(x.n, 2);
     assert_int_equal(x.id[1], m[0]);
     assert_int_equal(w.next, 0);
+    /* a bounded walk stops after its rows, and says where to go on */
+    s.after = 0;
+    s.scan_max = 3;
+    s.type = glob;
+    x = search(f, f->w, &s, 100, &w);
+    assert_int_equal(w.scanned, 3);
+    assert_int_equal(x.n, 2);   /* m[5], m[3]; m[4] has no type */
+    assert_int_equal(w.next, m[3]);
+    s.after = w.next;
+    x = search(f, f->w, &s, 100, &w);
+    assert_int_equal(x.n, 2);   /* m[2], m[0] */
+    /* it read its bound: whether anything older is left, a next page says */
+    assert_int_equal(w.next, m[0]);
+    s.after = w.next;
+    x = search(f, f->w, &s, 100, &w);
+    assert_int_equal(x.n, 0);
+    assert_int_equal(w.scanned, 0);
+    assert_int_equal(w.next, 0);
     /* one message by id, as erase and requeue by id walk it */
     memset(&s, 0, sizeof s);
     s.id = m[2];
