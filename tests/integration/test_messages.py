@@ -4,10 +4,16 @@ class, time window and payload field (--where), newest first with keyset
 paging; get/attempts/requeue take an event id; requeue and purge take the
 same filters with --dry-run and a bound; a requeue keeps every attempt
 ever made in the log, the requeue marked."""
+import grp
 import json
+import os
+import pwd
 import time
 
+import pytest
+
 from conftest import error_code, wait_until
+from test_core import PARKED, run_as_nobody
 from test_health import cli, cli_json, sections
 
 DONE = ("delivered", "dead_letter")
@@ -150,3 +156,20 @@ def test_requeue_and_purge_by_filter_dry_run_and_bound(hookd, receiver):
     assert d.status(ids[4]) is None and d.status(ids[2]) is None and d.status(ids[0]) == "dead_letter"
     p = cli(d, "requeue", "--endpoint", "p", "--dry-run")
     assert p.returncode == 0 and "would requeue 1" in p.stdout, p.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch to nobody")
+def test_payload_search_and_erase_need_an_admin(hookd):
+    """A reader may find messages by their ids and types as `get` shows
+    them; a condition on the payload reads it, and erasing changes it:
+    both are an admin's."""
+    nogroup = grp.getgrgid(pwd.getpwnam("nobody").pw_gid).gr_name
+    d = hookd(endpoints={"cfg": PARKED}, sections={"server": {"group": nogroup}})
+    mid = d.enqueue("cfg", {"click_id": "c_42"}, event_id="ev")["id"]
+    reqs = [{"op": "messages", "event_id": "ev"}, {"op": "get", "event_id": "ev"},
+            {"op": "messages", "where": ["click_id=c_42"]}, {"op": "erase", "id": mid},
+            {"op": "requeue", "event_id": "ev"}, {"op": "purge", "type": "*", "dry_run": True}]
+    rep = run_as_nobody(d.sock, reqs)
+    assert [m["id"] for m in rep[0]["messages"]] == [mid] and rep[1]["message"]["id"] == mid, rep[:2]
+    assert [error_code(r) for r in rep[2:]] == ["forbidden"] * 4, rep[2:]
+    assert d.get(mid)["erased_at"] is None
