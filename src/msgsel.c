@@ -5,6 +5,7 @@
 #include "util.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,8 @@ static int opt_int(const cJSON *o, const char *name, int64_t min, int64_t max, i
     if (!it || cJSON_IsNull(it))
         return 0;
     d = it->valuedouble;
-    if (!cJSON_IsNumber(it) || d != (double)(int64_t)d || d < (double)min || d > (double)max) {
+    /* the range first: a double past int64 must never be converted */
+    if (!cJSON_IsNumber(it) || !(d >= (double)min && d <= (double)max) || d != floor(d)) {
         snprintf(err, errlen, "field '%s' must be an integer in %lld..%lld", name, (long long)min, (long long)max);
         return -1;
     }
