@@ -173,3 +173,15 @@ def test_payload_search_and_erase_need_an_admin(hookd):
     assert [m["id"] for m in rep[0]["messages"]] == [mid] and rep[1]["message"]["id"] == mid, rep[:2]
     assert [error_code(r) for r in rep[2:]] == ["forbidden"] * 4, rep[2:]
     assert d.get(mid)["erased_at"] is None
+
+
+def test_attempts_says_an_error_class_once(hookd):
+    d = hookd(endpoints={"gone": {"url": "http://no-such-host.invalid/pb", "max_attempts": "1"}}, sections=sections())
+    mid = d.enqueue("gone", {"a": 1})["id"]
+    d.wait_status(mid, "dead_letter", 20)
+    a = cli_json(d, "attempts", str(mid))["attempts"][0]
+    p = cli(d, "attempts", str(mid))
+    assert p.returncode == 0, p.stderr
+    cls = a["error_class"]
+    assert a["detail"].startswith(cls + ": "), a   # what used to print twice
+    assert cls and ("error     %s: " % cls) in p.stdout and ("%s: %s:" % (cls, cls)) not in p.stdout, (a, p.stdout)
