@@ -255,7 +255,7 @@ void cli_show_get(const cJSON *r, const struct args *a)
         {"max_attempts", 'v'}, {"created_at", 't'},      {"next_attempt_at", 't'},
         {"claimed_at", 't'},   {"delivered_at", 't'},    {"last_error", 'v'},
         {"last_error_class", 'v'}, {"last_status_code", 'v'}, {"last_response_ms", 'm'},
-        {"payload_bytes", 'v'},
+        {"payload_bytes", 'v'},    {"erased_at", 't'},
     };
     static const struct col attempt_cols[] = {
         {"#", NULL, NULL, '#', 0},
