@@ -13,6 +13,8 @@
 /* rows asked of the store at a time: a PostgreSQL result is held whole
  * in memory, payloads included */
 #define MSGSEL_PAGE 500
+/* how far below since a walk goes on before it stops */
+#define MSGSEL_SINCE_SLACK_MS (10 * 60 * 1000LL)
 
 /* the message for a member; -1 */
 #define bad(err, errlen, fmt, name) (snprintf((err), (errlen), fmt, (name)), -1)
@@ -268,10 +270,11 @@ static int walk_row(void *arg, const struct store_message *m, const char *payloa
     w->out->scanned++;
     w->page_rows++;
     w->last_scanned = m->id;
-    /* ids grow with insertion time: below since nothing newer follows
-     * (rows moved in by hookd import keep their older times: a since
-     * window can miss them, an event id or a wider window finds them) */
-    if (!w->s->event_id && m->created_at < w->s->since) {
+    /* ids grow with insertion time: well below since nothing newer
+     * follows (the slack covers a wall clock stepped back; rows moved in
+     * by hookd import keep their older times: a since window can miss
+     * them, an event id or a wider window finds them) */
+    if (!w->s->event_id && w->s->since && m->created_at < w->s->since - MSGSEL_SINCE_SLACK_MS) {
         w->done = 1;
         return 1;
     }

@@ -791,6 +791,33 @@ static void search_filters_and_pages(void **state)
     assert_int_equal(x.id[0], m[2]);
 }
 
+/* A time window ends the walk: ids grow with time, so once rows are
+ * well older than since (10 minutes: a clock stepped back) nothing newer
+ * follows; rows a little older are still read. */
+static void search_stops_below_the_window(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), m[5];
+    struct msgsel s;
+    struct msgsel_walk w;
+    struct found x;
+
+    m[0] = enqueue_at(f, a, "old0", T0 - 3 * 3600000, NULL);
+    m[1] = enqueue_at(f, a, "old1", T0 - 2 * 3600000, NULL);
+    m[2] = enqueue_at(f, a, "new0", T0, NULL);
+    m[3] = enqueue_at(f, a, "stepped", T0 - 60000, NULL);   /* the clock went back a minute */
+    m[4] = enqueue_at(f, a, "new1", T0 + 5, NULL);
+    memset(&s, 0, sizeof s);
+    s.since = T0 - 120000;
+    x = search(f, f->r, &s, 100, &w);
+    assert_int_equal(x.n, 3);
+    assert_int_equal(x.id[0], m[4]);
+    assert_int_equal(x.id[1], m[3]);
+    assert_int_equal(x.id[2], m[2]);
+    assert_int_equal(w.scanned, 4);   /* m[1] ended it; m[0] was never read */
+    assert_int_equal(w.next, 0);
+}
+
 /* Erase: the payload, response excerpts and URLs as sent go; ids,
  * statuses and times stay; a waiting row is a dead letter of class
  * erased; a row in flight settles without its URL and is not retried;
@@ -1805,6 +1832,7 @@ static void shared_breaker_blocks_every_node(void **state)
         cmocka_unit_test_setup_teardown(requeue_and_purge_take_what_they_say, setup, teardown), \
         cmocka_unit_test_setup_teardown(requeue_keeps_every_attempt, setup, teardown), \
         cmocka_unit_test_setup_teardown(search_filters_and_pages, setup, teardown), \
+        cmocka_unit_test_setup_teardown(search_stops_below_the_window, setup, teardown), \
         cmocka_unit_test_setup_teardown(erase_keeps_what_hookd_did, setup, teardown), \
         cmocka_unit_test_setup_teardown(expire_in_chunks, setup, teardown),                    \
         cmocka_unit_test_setup_teardown(rollback_undoes_everything, setup, teardown),          \
