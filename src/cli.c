@@ -249,8 +249,10 @@ static int run_client(const struct cmd *c, int argc, char **argv)
     struct args a;
     struct buf req = {0}, reply = {0};
     char err[1024], sock[128]; /* sun_path is 108; longer is reported, not used */
+    char after[32];
     int64_t timeout = DEFAULT_TIMEOUT_MS;
     cJSON *r = NULL;
+    const cJSON *next;
     int rc = start(c, argc, argv, &a);
 
     if (rc >= 0)
@@ -258,6 +260,7 @@ static int run_client(const struct cmd *c, int argc, char **argv)
     rc = CLI_EXIT_USAGE;
     if (opt_timeout(c, &a, &timeout) < 0 || client_resolve_socket(&a, sock, sizeof sock) < 0)
         goto out;
+again:
     if (cli_assemble(c, &a, &req, err, sizeof err) < 0) {
         fprintf(stderr, "hookd %s: %s\n", c->name, err);
         goto out;
@@ -278,6 +281,18 @@ static int run_client(const struct cmd *c, int argc, char **argv)
     if (!(a.seen & OB(O_JSON)))
         c->show(r, &a);
     rc = fflush(stdout) == 0 && !ferror(stdout) ? CLI_EXIT_OK : CLI_EXIT_ERROR;
+    /* messages --ndjson is an export: it follows the pages to the end */
+    next = cli_jget(r, "next");
+    if (rc == CLI_EXIT_OK && (a.seen & OB(O_NDJSON)) && !(a.seen & OB(O_JSON)) && cJSON_IsNumber(next)) {
+        snprintf(after, sizeof after, "%lld", (long long)next->valuedouble);
+        a.val[O_AFTER] = after;
+        a.seen |= OB(O_AFTER);
+        cJSON_Delete(r);
+        r = NULL;
+        buf_reset(&req);
+        buf_reset(&reply);
+        goto again;
+    }
 out:
     cJSON_Delete(r);
     buf_free(&req);

@@ -81,11 +81,12 @@ def test_messages_filters_and_paging(hookd, receiver):
             break
     assert seen == sorted((v for k, v in ids.items() if k[0] == "ok"), reverse=True)
 
-    # export: one object per line
-    p = cli(d, "messages", "--status", "delivered", "--ndjson")
+    # export: one object per line, every page (--limit is the page size)
+    p = cli(d, "messages", "--status", "delivered", "--ndjson", "--limit", "4")
     assert p.returncode == 0, p.stderr
     lines = [json.loads(line) for line in p.stdout.splitlines()]
     assert len(lines) == 6 and all(m["status"] == "delivered" for m in lines)
+    assert [m["id"] for m in lines] == sorted((m["id"] for m in lines), reverse=True)
     # the table
     p = cli(d, "messages", "--where", "click_id=c_42")
     assert p.returncode == 0 and "EVENT_ID" in p.stdout and "conv-2" in p.stdout, p.stdout
