@@ -225,6 +225,16 @@ struct store_filter {
     unsigned statuses;           /* MSG_BIT()s */
 };
 
+/* What a search reads (message_scan), from an index where it can. */
+struct store_scan {
+    const char *event_id;        /* only this event id's rows; NULL: any */
+    int dead_letters;            /* without event_id: only dead letters ... */
+    const char *endpoint;        /* ... and then only this endpoint's (name; NULL: any) */
+    int64_t before;              /* ids below this one (0: no bound) */
+    int64_t limit;               /* at most this many rows */
+    int with_payload;            /* the payload's bytes too (else NULL) */
+};
+
 /* Retention: a message's attempt log goes with it; the latency ring
  * needs none (fixed slots). */
 enum store_expiry {
@@ -407,12 +417,11 @@ struct store_ops {
     /* *found = 0 when there is no such message (fn not called). */
     int (*message_get)(struct store *s, int64_t id, int (*fn)(void *ctx, const struct store_message *m),
                        void *ctx, int *found);
-    /* Messages for a search (msgsel.h), newest first: with event_id only
-     * that event id's rows (from its index), otherwise those with id below
-     * before (0: no bound), at most limit of them; with_payload: the
-     * payload's bytes too (else NULL). fn returns 0 to go on, 1 to stop
-     * (the op returns 0), -1 to fail (STORE_E_NOMEM). Writer or reader. */
-    int (*message_scan)(struct store *s, const char *event_id, int64_t before, int64_t limit, int with_payload,
+    /* Messages for a search (msgsel.h), newest first, as sc says (the
+     * caller tests every other condition on the rows). fn returns 0 to go
+     * on, 1 to stop (the op returns 0), -1 to fail (STORE_E_NOMEM).
+     * Writer or reader. */
+    int (*message_scan)(struct store *s, const struct store_scan *sc,
                         int (*fn)(void *ctx, const struct store_message *m, const char *payload, size_t len),
                         void *ctx);
     /* The message's attempts, oldest first, at most limit. */

@@ -181,7 +181,7 @@ void pg_node_leave(struct pg_store *g);
 /* The operations, by file. */
 int pg_recover(struct store *s, int64_t now, int64_t *n);
 int pg_erase(struct store *s, int64_t id, int64_t now, int64_t *n);
-int pg_message_scan(struct store *s, const char *event_id, int64_t before, int64_t limit, int with_payload,
+int pg_message_scan(struct store *s, const struct store_scan *sc,
                     int (*fn)(void *ctx, const struct store_message *m, const char *payload, size_t len),
                     void *ctx);
 /* A message's columns (q: hookd_queue, e: endpoints), as pg_msg_cols reads them. */

@@ -81,14 +81,15 @@ const char *sq_health_select(void);
     "q.last_response_ms, length(CAST(q.payload AS BLOB)), q.last_error_class, q.erased_at"
 #define SQ_MSG_NCOLS 18
 void sq_msg_cols(sqlite3_stmt *st, struct store_message *m);
-/* The search's statement (message_scan): by event id from its index, or
- * newest first down the table's rowids (exposed for the plan test). */
-const char *sq_search_sql(int by_event);
+/* The search's statement for sc (message_scan): by event id from its
+ * index, dead letters from theirs, or newest first down the table's
+ * rowids (exposed for the plan test). */
+const char *sq_search_sql(const struct store_scan *sc);
 
 /* The operations, by file. */
 int sq_recover(struct store *s, int64_t now, int64_t *n);
 int sq_erase(struct store *s, int64_t id, int64_t now, int64_t *n);
-int sq_message_scan(struct store *s, const char *event_id, int64_t before, int64_t limit, int with_payload,
+int sq_message_scan(struct store *s, const struct store_scan *sc,
                     int (*fn)(void *ctx, const struct store_message *m, const char *payload, size_t len),
                     void *ctx);
 int sq_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now);

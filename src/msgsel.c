@@ -306,8 +306,14 @@ int msgsel_walk(struct store *st, const struct msgsel *s, int64_t max,
     while (!w.done && out->scanned < cap) {
         int64_t page = cap - out->scanned < MSGSEL_PAGE ? cap - out->scanned : MSGSEL_PAGE;
         w.page_rows = 0;
-        if (st->ops->message_scan(st, s->event_id, s->id ? s->id + 1 : before, s->id ? 1 : page, s->nwhere > 0,
-                                  walk_row, &w) < 0)
+        struct store_scan sc = {.event_id = s->event_id,
+                                /* dead letters have indexes of their own */
+                                .dead_letters = s->statuses == MSG_BIT(MSG_DEAD_LETTER),
+                                .endpoint = s->endpoint,
+                                .before = s->id ? s->id + 1 : before,
+                                .limit = s->id ? 1 : page,
+                                .with_payload = s->nwhere > 0};
+        if (st->ops->message_scan(st, &sc, walk_row, &w) < 0)
             return -1;
         if (w.page_rows < page || s->id)
             break;   /* nothing older is left */

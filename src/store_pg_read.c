@@ -368,30 +368,37 @@ int pg_export_rows(struct store *s, int64_t now, int (*fn)(void *ctx, const stru
 /* Searches are rare and run on the writer's connection too (requeue,
  * purge, erase by filter): not kept prepared. Newest first along the
  * primary key from `before` down, or one event id's rows from the dedup
- * key's index. The payload comes as text: it was valid UTF-8 JSON when
- * enqueued (an erased one is empty). */
-int pg_message_scan(struct store *s, const char *event_id, int64_t before, int64_t limit, int with_payload,
+ * key's index, or dead letters from theirs. The payload comes as text:
+ * it was valid UTF-8 JSON when enqueued (an erased one is empty). */
+int pg_message_scan(struct store *s, const struct store_scan *sc,
                     int (*fn)(void *ctx, const struct store_message *m, const char *payload, size_t len),
                     void *ctx)
 {
+#define PG_SEARCH(where)                                                                                   \
+    "SELECT " PG_MSG_COLS ", CASE WHEN $4::int = 1 THEN convert_from(q.payload, 'UTF8') END "            \
+    "FROM hookd_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE " where " AND q.id < $2 "    \
+    "ORDER BY q.id DESC LIMIT $3"
     struct pg_store *g = (struct pg_store *)s;
+    const char *sql = sc->event_id ? PG_SEARCH("q.event_id = $1 AND $5::text IS NULL")
+                      : sc->dead_letters && sc->endpoint
+                          ? PG_SEARCH("$1::text IS NULL AND q.status = 'dead_letter' AND "
+                                      "q.endpoint_id = (SELECT x.id FROM endpoints x WHERE x.name = $5)")
+                      : sc->dead_letters ? PG_SEARCH("$1::text IS NULL AND $5::text IS NULL AND q.status = 'dead_letter'")
+                                         : PG_SEARCH("$1::text IS NULL AND $5::text IS NULL");
+#undef PG_SEARCH
     struct pg_params p;
     PGresult *r;
     int i, rows, stop = 0;
 
     pg_p_init(&p);
-    pg_p_text(&p, event_id);
-    pg_p_i64(&p, before > 0 ? before : INT64_MAX);   /* a plain bound: an index seek */
-    pg_p_i64(&p, limit);
-    pg_p_i64(&p, with_payload != 0);
+    pg_p_text(&p, sc->event_id);
+    pg_p_i64(&p, sc->before > 0 ? sc->before : INT64_MAX);   /* a plain bound: an index seek */
+    pg_p_i64(&p, sc->limit);
+    pg_p_i64(&p, sc->with_payload != 0);
+    pg_p_text(&p, sc->dead_letters && !sc->event_id ? sc->endpoint : NULL);
     if (pg_ensure_conn(g) < 0)
         return -1;
-    r = PQexecParams(g->conn,
-                     "SELECT " PG_MSG_COLS ", CASE WHEN $4::int = 1 THEN convert_from(q.payload, 'UTF8') END "
-                     "FROM hookd_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id "
-                     "WHERE ($1::text IS NULL OR q.event_id = $1) AND q.id < $2 "
-                     "ORDER BY q.id DESC LIMIT $3",
-                     p.n, NULL, p.v, p.len, p.fmt, 0);
+    r = PQexecParams(g->conn, sql, p.n, NULL, p.v, p.len, p.fmt, 0);
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
         pg_fail(g, r, "search");
         PQclear(r);
@@ -401,8 +408,8 @@ int pg_message_scan(struct store *s, const char *event_id, int64_t before, int64
     for (i = 0; i < rows && !stop; i++) {
         struct store_message m;
         msg_cols(r, i, &m);
-        stop = fn(ctx, &m, with_payload ? PQgetvalue(r, i, PG_MSG_NCOLS) : NULL,
-                  with_payload ? (size_t)PQgetlength(r, i, PG_MSG_NCOLS) : 0);
+        stop = fn(ctx, &m, sc->with_payload ? PQgetvalue(r, i, PG_MSG_NCOLS) : NULL,
+                  sc->with_payload ? (size_t)PQgetlength(r, i, PG_MSG_NCOLS) : 0);
     }
     PQclear(r);
     return stop < 0 ? store_fail(s, STORE_E_NOMEM, "search: out of memory") : 0;

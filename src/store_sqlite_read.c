@@ -132,21 +132,31 @@ void sq_msg_cols(sqlite3_stmt *st, struct store_message *m)
     m->erased_at = sq_col_or(st, 17, 0);
 }
 
-#define SQ_SEARCH(where)                                                                                  \
-    "SELECT " SQ_MSG_COLS ", CASE WHEN ?4 THEN q.payload END FROM webhook_queue q "                      \
+#define SQ_SEARCH(index, where)                                                                           \
+    "SELECT " SQ_MSG_COLS ", CASE WHEN ?4 THEN q.payload END FROM webhook_queue q " index " "            \
     "LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE " where " AND q.id < ?2 "                       \
     "ORDER BY q.id DESC LIMIT ?3"
 
-const char *sq_search_sql(int by_event)
+/* INDEXED BY for the dead letters: with idx_queue_dead (status,
+ * created_at) at hand the planner reads every dead letter and sorts */
+const char *sq_search_sql(const struct store_scan *sc)
 {
-    return by_event ? SQ_SEARCH("q.event_id = ?1") : SQ_SEARCH("?1 IS NULL");
+    if (sc->event_id)
+        return SQ_SEARCH("", "q.event_id = ?1 AND ?5 IS NULL");
+    if (sc->dead_letters && sc->endpoint)
+        return SQ_SEARCH("INDEXED BY idx_queue_dead_ep", "?1 IS NULL AND q.status = 'dead_letter' "
+                         "AND q.endpoint_id = (SELECT x.id FROM endpoints x WHERE x.name = ?5)");
+    if (sc->dead_letters)
+        return SQ_SEARCH("INDEXED BY idx_queue_dead_id", "?1 IS NULL AND ?5 IS NULL AND q.status = 'dead_letter'");
+    return SQ_SEARCH("", "?1 IS NULL AND ?5 IS NULL");
 }
 
 /* Prepared per call: searches are rare, and the writer runs them too
  * (requeue, purge and erase by filter), whose statements are its own.
  * Newest first by rowid (a walk of the table's own B-tree from `before`
- * down), or the rows of one event id from idx_queue_event. */
-int sq_message_scan(struct store *s, const char *event_id, int64_t before, int64_t limit, int with_payload,
+ * down), or the rows of one event id from idx_queue_event, or dead
+ * letters from idx_queue_dead_id / idx_queue_dead_ep. */
+int sq_message_scan(struct store *s, const struct store_scan *sc,
                     int (*fn)(void *ctx, const struct store_message *m, const char *payload, size_t len),
                     void *ctx)
 {
@@ -154,21 +164,23 @@ int sq_message_scan(struct store *s, const char *event_id, int64_t before, int64
     sqlite3_stmt *st = NULL;
     int rc, stop = 0;
 
-    rc = sqlite3_prepare_v2(q->db, sq_search_sql(event_id != NULL), -1, &st, NULL);
+    rc = sqlite3_prepare_v2(q->db, sq_search_sql(sc), -1, &st, NULL);
     if (rc != SQLITE_OK)
         return sq_fail(q, rc, "search");
-    if (event_id)
-        sqlite3_bind_text(st, 1, event_id, -1, SQLITE_STATIC);
+    if (sc->event_id)
+        sqlite3_bind_text(st, 1, sc->event_id, -1, SQLITE_STATIC);
+    if (sc->dead_letters && sc->endpoint && !sc->event_id)
+        sqlite3_bind_text(st, 5, sc->endpoint, -1, SQLITE_STATIC);
     /* a plain bound: "(?2 = 0 OR id < ?2)" would walk from the newest
      * row down on every page instead of seeking */
-    sqlite3_bind_int64(st, 2, before > 0 ? before : INT64_MAX);
-    sqlite3_bind_int64(st, 3, limit);
-    sqlite3_bind_int(st, 4, with_payload != 0);
+    sqlite3_bind_int64(st, 2, sc->before > 0 ? sc->before : INT64_MAX);
+    sqlite3_bind_int64(st, 3, sc->limit);
+    sqlite3_bind_int(st, 4, sc->with_payload != 0);
     while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         struct store_message m;
         sq_msg_cols(st, &m);
-        stop = fn(ctx, &m, with_payload ? (const char *)sqlite3_column_blob(st, SQ_MSG_NCOLS) : NULL,
-                  with_payload ? (size_t)sqlite3_column_bytes(st, SQ_MSG_NCOLS) : 0);
+        stop = fn(ctx, &m, sc->with_payload ? (const char *)sqlite3_column_blob(st, SQ_MSG_NCOLS) : NULL,
+                  sc->with_payload ? (size_t)sqlite3_column_bytes(st, SQ_MSG_NCOLS) : 0);
     }
     sqlite3_finalize(st);
     if (stop < 0)

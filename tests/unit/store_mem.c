@@ -985,20 +985,25 @@ static int m_message_get(struct store *s, int64_t id, int (*fn)(void *, const st
 
 /* newest first: ids grow, and the array keeps insertion order except
  * where drops moved rows, so each step looks for the next lower id */
-static int m_message_scan(struct store *s, const char *event_id, int64_t before, int64_t limit, int with_payload,
+static int m_message_scan(struct store *s, const struct store_scan *sc,
                           int (*fn)(void *, const struct store_message *, const char *, size_t), void *ctx)
 {
     struct mem_state *st = ST(s);
-    int64_t n = 0, below = before ? before : INT64_MAX;
-    int stop = 0;
+    int64_t n = 0, below = sc->before ? sc->before : INT64_MAX;
+    const char *event_id = sc->event_id;
+    int stop = 0, with_payload = sc->with_payload;
 
-    while (!stop && n < limit) {
+    while (!stop && n < sc->limit) {
         struct mem_msg *best = NULL;
         struct store_message out;
         size_t i;
         for (i = 0; i < st->nmsg; i++) {
             struct mem_msg *m = &st->msg[i];
-            if (m->id < below && (!event_id || strcmp(m->event_id, event_id) == 0) && (!best || m->id > best->id))
+            struct mem_ep *e = ep_by_id(st, m->endpoint_id);
+            if (m->id < below && (!event_id || strcmp(m->event_id, event_id) == 0) &&
+                (event_id || !sc->dead_letters ||
+                 (m->status == MSG_DEAD_LETTER && (!sc->endpoint || (e && strcmp(e->def.name, sc->endpoint) == 0)))) &&
+                (!best || m->id > best->id))
                 best = m;
         }
         if (!best)

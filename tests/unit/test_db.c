@@ -244,8 +244,8 @@ static void test_v4_to_v5_keeps_rows_counter_and_checks(void **st)
     assert_int_not_equal(db_exec(db, "UPDATE endpoint_health SET state = 'ajar'"), 0);
     /* 5 from version 5, idx_queue_order from 6, idx_queue_event from 9
      * (the dedup key, event id first, instead of the table's autoindex),
-     * idx_queue_payload from 12 */
-    assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_queue_%'"), 8);
+     * idx_queue_payload from 12, idx_queue_dead_id and _ep from 13 */
+    assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_queue_%'"), 10);
     assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'webhook_queue' "
                                  "AND name LIKE 'sqlite_autoindex%'"), 0);
     /* an (endpoint, event id) pair is still unique, and the enqueue's
@@ -357,9 +357,20 @@ static void test_search_and_erase_plans(void **st)
 
     (void)st;
     assert_int_equal(db_open_writer(&cfg, &db, err, sizeof err), 0);
-    plan_of(db, sq_search_sql(1), plan, sizeof plan);
+    {
+    struct store_scan by_event = {.event_id = "e"}, dead = {.dead_letters = 1},
+                      dead_ep = {.dead_letters = 1, .endpoint = "a"}, all = {0};
+
+    plan_of(db, sq_search_sql(&by_event), plan, sizeof plan);
     assert_non_null(strstr(plan, "idx_queue_event"));
-    plan_of(db, sq_search_sql(0), plan, sizeof plan);
+    plan_of(db, sq_search_sql(&dead), plan, sizeof plan);
+    if (!strstr(plan, "idx_queue_dead_id"))
+        fail_msg("%s", plan);
+    assert_null(strstr(plan, "TEMP B-TREE"));
+    plan_of(db, sq_search_sql(&dead_ep), plan, sizeof plan);
+    assert_non_null(strstr(plan, "idx_queue_dead_ep"));
+    assert_null(strstr(plan, "TEMP B-TREE"));
+    plan_of(db, sq_search_sql(&all), plan, sizeof plan);
     /* each page seeks to its bound in the table's own order: no sort, and
      * no walk from the newest row down (measured: 100,000 rows in pages
      * of 500 took 3.5 s with "(?2 = 0 OR id < ?2)", which scans) */
@@ -369,6 +380,7 @@ static void test_search_and_erase_plans(void **st)
                 "AND erased_at IS NULL AND delivered_at < 5 ORDER BY delivered_at LIMIT 10", plan, sizeof plan);
     assert_non_null(strstr(plan, "idx_queue_payload"));
     assert_null(strstr(plan, "TEMP B-TREE"));
+    }
     db_close(db);
 }
 

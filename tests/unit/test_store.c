@@ -687,7 +687,7 @@ static void search_filters_and_pages(void **state)
     struct msgsel s;
     struct msgsel_walk w;
     struct found x;
-    char name_a[] = "a", eid[] = "e2", glob[] = "order.*", cls[] = "http_503", path[] = "user.id", val[] = "u7",
+    char name_a[] = "a", name_b[] = "b", eid[] = "e2", glob[] = "order.*", cls[] = "http_503", path[] = "user.id", val[] = "u7",
          path2[] = "amount", val2[] = "12.50";
 
     m[0] = enqueue_payload(f, a, "e0", "order.paid", "{\"user\":{\"id\":\"u7\"},\"amount\":12.50}", T0);
@@ -729,6 +729,18 @@ static void search_filters_and_pages(void **state)
     assert_int_equal(search(f, f->r, &s, 100, NULL).n, 2);
     s.statuses = MSG_BIT(MSG_PENDING);
     assert_int_equal(search(f, f->r, &s, 100, NULL).n, 4);
+    /* dead letters alone come from their own indexes, by endpoint too */
+    s.statuses = MSG_BIT(MSG_DEAD_LETTER);
+    x = search(f, f->w, &s, 100, NULL);
+    assert_int_equal(x.n, 1);
+    assert_int_equal(x.id[0], m[2]);
+    s.endpoint = name_b;
+    x = search(f, f->r, &s, 100, NULL);
+    assert_int_equal(x.n, 1);
+    assert_int_equal(x.id[0], m[2]);
+    s.endpoint = name_a;
+    assert_int_equal(search(f, f->r, &s, 100, NULL).n, 0);
+    s.endpoint = NULL;
     s.statuses = 0;
     s.since = T0 + 10;
     s.until = T0 + 40;
