@@ -152,14 +152,18 @@ void cli_show_messages(const cJSON *r, const struct args *a)
         fprintf(stderr, "more may match: go on with --after %lld\n", (long long)next->valuedouble);
 }
 
-/* requeue, purge, erase: what was done, or with --dry-run what would be */
-static void show_done(const cJSON *r, const char *key, const char *what)
+/* requeue, purge, erase: what was done (as done prints it), or with
+ * --dry-run what would be */
+static void show_done(const cJSON *r, const struct args *a, const char *key, const char *what,
+                      void (*done)(const cJSON *r, const struct args *a))
 {
     char n[32];
 
     if (cJSON_IsTrue(cli_jget(r, "dry_run"))) {
         cli_fmt_val(cli_jget(r, "matched"), n, sizeof n);
         printf("would %s %s messages (dry run; nothing changed)\n", what, n);
+    } else if (done) {
+        done(r, a);
     } else {
         cli_fmt_val(cli_jget(r, key), n, sizeof n);
         printf("%s %s\n", key, n);
@@ -170,18 +174,15 @@ static void show_done(const cJSON *r, const char *key, const char *what)
 
 void cli_show_erase(const cJSON *r, const struct args *a)
 {
-    (void)a;
-    show_done(r, "erased", "erase");
+    show_done(r, a, "erased", "erase", NULL);
 }
 
 void cli_show_requeued(const cJSON *r, const struct args *a)
 {
-    (void)a;
-    show_done(r, "requeued", "requeue");
+    show_done(r, a, "requeued", "requeue", cli_show_requeue);
 }
 
 void cli_show_purged(const cJSON *r, const struct args *a)
 {
-    (void)a;
-    show_done(r, "purged", "purge");
+    show_done(r, a, "purged", "purge", cli_show_purge);
 }
