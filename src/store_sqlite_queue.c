@@ -327,19 +327,30 @@ int sq_purge(struct store *s, const struct store_filter *f, int64_t *n)
     "status = CASE WHEN status IN ('pending', 'failed') THEN 'dead_letter' ELSE status END "
 #define SQ_ERASE_LOG "UPDATE attempt_rows SET detail = NULL, url = NULL, response = NULL "
 
-/* secure_delete only while erasing: the bytes freed are overwritten
- * with zeros (the cell of the old payload, its overflow pages), so they
- * are gone from the file once the log is checkpointed; other writes do
- * not pay for it. */
+/* secure_delete ON while erasing: what is freed is overwritten with
+ * zeros, the old cell and the pages of its overflow chain too, so the
+ * bytes are gone from the file once the log is checkpointed. Other
+ * writes keep the connection's mode (FAST at least, db.c: zeros in the
+ * page, no extra I/O) and do not pay for the freed pages. */
 static int erase_exec(struct sq_store *q, const char *log_sql, const char *row_sql, int64_t a, int64_t b,
                       int64_t *n)
 {
+    static const char *const restore[] = {"PRAGMA secure_delete = OFF", "PRAGMA secure_delete = ON",
+                                          "PRAGMA secure_delete = FAST"};
     sqlite3_stmt *st = NULL;
     const char *sql[2] = {log_sql, row_sql};
-    int rc = SQLITE_OK, i;
+    int rc = SQLITE_OK, i, mode = 2;
 
+    rc = sqlite3_prepare_v2(q->db, "PRAGMA secure_delete", -1, &st, NULL);
+    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        mode = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    st = NULL;
+    if (mode < 0 || mode > 2)
+        mode = 2;
     if (sqlite3_exec(q->db, "PRAGMA secure_delete = ON", NULL, NULL, NULL) != SQLITE_OK)
         return sq_fail(q, sqlite3_errcode(q->db), "erase");
+    rc = SQLITE_OK;
     for (i = 0; i < 2 && rc == SQLITE_OK; i++) {
         rc = sqlite3_prepare_v2(q->db, sql[i], -1, &st, NULL);
         if (rc != SQLITE_OK)
@@ -352,7 +363,7 @@ static int erase_exec(struct sq_store *q, const char *log_sql, const char *row_s
         if (i == 1 && rc == SQLITE_OK)
             *n = sqlite3_changes(q->db);
     }
-    sqlite3_exec(q->db, "PRAGMA secure_delete = OFF", NULL, NULL, NULL);
+    sqlite3_exec(q->db, restore[mode], NULL, NULL, NULL);
     return rc == SQLITE_OK ? 0 : sq_fail(q, rc, "erase");
 }
 
