@@ -19,6 +19,7 @@
 #include "msgsel.h"
 #include "store.h"
 #include "store_mem.h"
+#include "store_sqlite.h"
 
 #define T0 1800000000000LL
 
@@ -912,6 +913,73 @@ static void erase_keeps_what_hookd_did(void **state)
     assert_int_equal(g.m.erased_at, T0 + 6);
     assert_string_equal(g.a_url[0], "(null)");
     assert_string_equal(g.a_resp[0], "(null)");
+}
+
+static int file_has(const char *path, const char *needle)
+{
+    FILE *fp = fopen(path, "rb");
+    char *b;
+    long n;
+    int found = 0;
+
+    if (!fp)
+        return 0;
+    fseek(fp, 0, SEEK_END);
+    n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    b = malloc((size_t)n + 1);
+    assert_non_null(b);
+    if (fread(b, 1, (size_t)n, fp) == (size_t)n)
+        found = memmem(b, (size_t)n, needle, strlen(needle)) != NULL;
+    free(b);
+    fclose(fp);
+    return found;
+}
+
+/* SQLite: after an erase and the checkpoint that follows it, the bytes
+ * are in neither the database file nor its -wal, whatever the library's
+ * default secure_delete (FAST is what the writer sets when it is off):
+ * the payload's cell, the copies the claim and the result left in the
+ * page, its overflow pages, the URL and response of the log. */
+static void erase_leaves_no_bytes_in_the_files(void **state)
+{
+    struct fx *f = *state;
+    char big[9000], small[300], wal[160];
+    int64_t a, m1, m2, n;
+    int k = 0;
+
+    if (!f->sqlite) {
+        skip();
+        return;
+    }
+    OK(sqlite3_exec(((struct sq_store *)f->w)->db, "PRAGMA secure_delete = FAST", NULL, NULL, NULL));
+    a = put_endpoint(f, "a", 0);
+    snprintf(small, sizeof small, "{\"p\":\"%s\"}", "SMALLMARK-4d2f-player");
+    memset(big, 'x', sizeof big);
+    memcpy(big, "{\"p\":\"BIGMARK-91ce-player", 25);
+    memcpy(big + sizeof big - 3, "\"}", 3);
+    m1 = enqueue_payload(f, a, "m1", NULL, small, T0);
+    m2 = enqueue_payload(f, a, "m2", NULL, big, T0);
+    begin(f);
+    OK(f->w->ops->claim(f->w, a, T0, 10, 0, claimed_any, NULL, &k));
+    commit(f);
+    assert_int_equal(k, 2);
+    assert_true(settle_sent(f, m1, a, SETTLE_DELIVERED, 1, T0 + 5, 200, "https://h.example/?p=URLMARK-77", "RESPMARK-5"));
+    assert_true(settle_sent(f, m2, a, SETTLE_RETRY, 1, T0 + 5, 503, "https://h.example/?p=URLMARK-78", "RESPMARK-6"));
+    OK(f->w->ops->checkpoint(f->w, 1));
+    assert_true(file_has(f->cfg.db_path, "SMALLMARK-4d2f"));   /* the test can see them */
+    assert_true(file_has(f->cfg.db_path, "BIGMARK-91ce"));
+    begin(f);
+    OK(f->w->ops->erase(f->w, m1, T0 + 10, &n));
+    OK(f->w->ops->erase(f->w, m2, T0 + 10, &n));
+    commit(f);
+    OK(f->w->ops->checkpoint(f->w, 1));
+    snprintf(wal, sizeof wal, "%s-wal", f->cfg.db_path);
+    assert_false(file_has(f->cfg.db_path, "SMALLMARK-4d2f"));
+    assert_false(file_has(f->cfg.db_path, "BIGMARK-91ce"));
+    assert_false(file_has(f->cfg.db_path, "URLMARK-7"));
+    assert_false(file_has(f->cfg.db_path, "RESPMARK-"));
+    assert_false(file_has(wal, "MARK-"));
 }
 
 static void settle_changes_only_rows_in_flight(void **state)
@@ -1846,6 +1914,7 @@ static void shared_breaker_blocks_every_node(void **state)
         cmocka_unit_test_setup_teardown(search_filters_and_pages, setup, teardown), \
         cmocka_unit_test_setup_teardown(search_stops_below_the_window, setup, teardown), \
         cmocka_unit_test_setup_teardown(erase_keeps_what_hookd_did, setup, teardown), \
+        cmocka_unit_test_setup_teardown(erase_leaves_no_bytes_in_the_files, setup, teardown), \
         cmocka_unit_test_setup_teardown(expire_in_chunks, setup, teardown),                    \
         cmocka_unit_test_setup_teardown(rollback_undoes_everything, setup, teardown),          \
         cmocka_unit_test_setup_teardown(endpoints_round_trip, setup, teardown),                \
