@@ -37,7 +37,7 @@ FUZZ_SRCS_retry_after := src/retry_after.c
 FUZZ_SRCS_tpl         := src/tpl.c src/jpath.c src/util.c
 FUZZ_SRCS_export      := src/export_fmt.c src/endpoint.c src/epdef.c src/settings.c src/config.c src/breaker.c \
                          src/store.c src/netpolicy.c src/sign.c src/util.c src/log.c src/tpl.c src/jpath.c \
-                         src/outcome.c src/opsev.c
+                         src/outcome.c src/opsev.c src/seal.c
 
 FUZZ_BINS   := $(FUZZ_TARGETS:%=$(FUZZ_OUT)/fuzz_%)
 REGRESS_BINS := $(FUZZ_TARGETS:%=$(FUZZ_OUT)/regress_%)
