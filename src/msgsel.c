@@ -11,8 +11,10 @@
 #include <string.h>
 
 /* rows asked of the store at a time: a PostgreSQL result is held whole
- * in memory, payloads included */
+ * in memory, payloads included (50 of the largest, 256 KiB by default,
+ * are 12.5 MiB) */
 #define MSGSEL_PAGE 500
+#define MSGSEL_PAGE_PAYLOADS 50
 /* how far below since a walk goes on before it stops */
 #define MSGSEL_SINCE_SLACK_MS (10 * 60 * 1000LL)
 
@@ -304,7 +306,8 @@ int msgsel_walk(struct store *st, const struct msgsel *s, int64_t max,
         return 0;
     /* by id: the walk starts at it (its first row is it or older) */
     while (!w.done && out->scanned < cap) {
-        int64_t page = cap - out->scanned < MSGSEL_PAGE ? cap - out->scanned : MSGSEL_PAGE;
+        int64_t want = s->nwhere ? MSGSEL_PAGE_PAYLOADS : MSGSEL_PAGE,
+                page = cap - out->scanned < want ? cap - out->scanned : want;
         w.page_rows = 0;
         struct store_scan sc = {.event_id = s->event_id,
                                 /* dead letters have indexes of their own */
