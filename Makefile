@@ -189,7 +189,8 @@ integration: $(HOOKD)
 
 # The core, delivery and health suites again with hookd on PostgreSQL
 # (a private cluster per test process, a database per daemon; conftest.py).
-PG_SUITES := tests/integration/test_core.py tests/integration/test_delivery.py tests/integration/test_health.py
+PG_SUITES := tests/integration/test_core.py tests/integration/test_delivery.py tests/integration/test_health.py \
+	tests/integration/test_messages.py tests/integration/test_erase.py
 integration-pg: $(HOOKD)
 	HOOKD_TEST_BACKEND=postgres HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x $(XDIST) -m 'not serial' $(PG_SUITES) $(PYTEST_ARGS)
 	HOOKD_TEST_BACKEND=postgres HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x -m serial $(PG_SUITES) $(PYTEST_ARGS)
