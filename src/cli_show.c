@@ -258,7 +258,9 @@ void cli_show_get(const cJSON *r, const struct args *a)
         {"payload_bytes", 'v'},    {"erased_at", 't'},
     };
     static const struct col attempt_cols[] = {
-        {"#", NULL, NULL, '#', 0},
+        /* a requeue is attempt 0 of the generation it begins */
+        {"GEN", "generation", NULL, 'v', 0},
+        {"#", "attempt", NULL, 'v', 0},
         {"AT", "at", NULL, 't', 0},
         {"STATUS", "status_code", NULL, 'v', 0},
         {"RESPONSE", "response_ms", NULL, 'm', 0},
