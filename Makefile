@@ -1,5 +1,6 @@
 # hookd - webhook and postback delivery appliance.
-# GNU make. `make run` and `make test` install what is missing (apt) first.
+# GNU make. `make run` installs the missing build packages (apt) first,
+# `make test` the test packages too.
 
 PKG_CONFIG ?= pkg-config
 CC         ?= cc
@@ -37,11 +38,18 @@ LIB_SRCS := \
 	src/netpolicy.c \
 	src/jpath.c \
 	src/tpl.c \
+	src/tplfn.c \
+	src/filter.c \
+	src/schedule.c \
+	src/urlmask.c \
 	src/tbucket.c \
+	src/clockstep.c \
 	src/limiter.c \
 	src/slotq.c \
 	src/xfer.c \
+	src/esc.c \
 	src/util.c \
+	src/jscan.c \
 	src/log.c \
 	src/settings.c \
 	src/epdef.c \
@@ -80,7 +88,9 @@ LIB_SRCS := \
 	src/query_report.c \
 	src/reader.c \
 	src/deliver.c \
+	src/climit.c \
 	src/ctlsock.c \
+	src/conns.c \
 	src/server.c \
 	src/client.c \
 	src/cli_args.c \
@@ -108,16 +118,18 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 # Build and test packages; `deps` installs only what is missing.
 DEB_BUILD_DEPS := gcc make libc6-dev pkg-config libsqlite3-dev libcurl4-openssl-dev \
                   libmbedtls-dev libcjson-dev libinih-dev libncurses-dev libpq-dev
-DEB_TEST_DEPS  := postgresql python3-psycopg2 libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus php-cli nodejs chromium python3-pytest-xdist
+DEB_TEST_DEPS  := groff-base mandoc postgresql python3-psycopg2 libcmocka-dev python3 python3-pytest openssl nginx-light wrk prometheus php-cli nodejs chromium python3-pytest-xdist
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all deps run test unit integration integration-pg asan tsan clean bench check-deps
+.PHONY: all deps deps-build deps-test run test unit integration integration-pg integration-pg-all mutants asan tsan clean bench check-deps
 .DEFAULT_GOAL := all
 
 all: $(HOOKD)
 
-deps:
-	@missing=""; for p in $(DEB_BUILD_DEPS) $(DEB_TEST_DEPS); do \
+# deps-build: what `make run` and `make all` need; deps-test (= deps): the
+# test packages as well, for `make test`.
+define apt_missing
+	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -125,6 +137,13 @@ deps:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
+endef
+
+deps-build:
+	$(call apt_missing,$(DEB_BUILD_DEPS))
+
+deps deps-test:
+	$(call apt_missing,$(DEB_BUILD_DEPS) $(DEB_TEST_DEPS))
 
 # The schema files as C strings: $(1) the array's name, $(2) the files.
 define gen_schema
@@ -195,6 +214,17 @@ integration-pg: $(HOOKD)
 	HOOKD_TEST_BACKEND=postgres HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x $(XDIST) -m 'not serial' $(PG_SUITES) $(PYTEST_ARGS)
 	HOOKD_TEST_BACKEND=postgres HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x -m serial $(PG_SUITES) $(PYTEST_ARGS)
 
+# Every integration suite with hookd on PostgreSQL; what cannot apply there
+# is skipped with its reason (the marker sqlite_only, conftest.py).
+integration-pg-all: $(HOOKD)
+	HOOKD_TEST_BACKEND=postgres HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x $(XDIST) -m 'not serial' tests/integration $(PYTEST_ARGS)
+	HOOKD_TEST_BACKEND=postgres HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x -m serial tests/integration $(PYTEST_ARGS)
+
+# The mutation check: each mutant of tests/mutants/mutants.txt applied to a
+# scratch copy (build/mutants/), built, and killed by its tests, or this fails.
+mutants: all
+	$(PYTHON) tests/mutants/run.py $(MUTANTS_ARGS)
+
 # Builds use every core (the tests themselves run one suite at a time).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test: deps
@@ -221,9 +251,20 @@ tsan: deps
 	  $(MAKE) BUILD=build-tsan OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=thread" integration \
 	  $(if $(filter 1,$(WITH_PG)),integration-pg)
 
-run: deps all
+# Serves var/hookd.ini, a copy of conf/hookd.ini made on the first run:
+# experiments stay out of the tracked file the packages are built from.
+RUN_CONF := var/hookd.ini
+run: deps-build
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@mkdir -p var
-	$(HOOKD) serve -c conf/hookd.ini
+	@if [ ! -f $(RUN_CONF) ]; then cp conf/hookd.ini $(RUN_CONF) && \
+	  echo "run: copied conf/hookd.ini to $(RUN_CONF); edit that copy"; fi
+	@sock=$$($(HOOKD) check-config -c $(RUN_CONF) | sed -n 's/^socket = \([^ ]*\).*/\1/p'); \
+	$(HOOKD) serve -c $(RUN_CONF) & pid=$$!; \
+	trap 'kill -TERM $$pid 2>/dev/null; wait $$pid; exit 0' INT TERM; \
+	while kill -0 $$pid 2>/dev/null && ! $(HOOKD) ping -c $(RUN_CONF) >/dev/null 2>&1; do sleep 0.1; done; \
+	kill -0 $$pid 2>/dev/null && echo "hookd ready: socket $$sock (try: $(HOOKD) stats -c $(RUN_CONF))"; \
+	wait $$pid
 
 clean:
 	rm -rf build build-asan build-tsan var
@@ -233,3 +274,4 @@ clean:
 -include tests/fuzz/fuzz.mk
 -include tests/fault/fault.mk
 -include tests/bench/stall.mk
+-include tests/bench/hostile.mk

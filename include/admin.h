@@ -16,10 +16,13 @@
  * failure is fatal). */
 int admin_handle(struct registry *r, struct store *st, struct req *q, int64_t now);
 
-/* Make the config file's endpoints the stored ones: upsert each, delete
- * the config-owned ones the file no longer has (their rows become dead
- * letters). Its own transaction; the registry follows once it committed.
- * -1 with the store's error. */
-int admin_sync_config(struct registry *r, struct store *st, const struct ep_def *defs, size_t n, int64_t now);
+/* Make the config file's endpoints the stored ones: upsert each (an
+ * explicit paused applies), delete the config-owned ones the file no
+ * longer has (their rows become dead letters) -- on a store shared by
+ * several nodes only when prune_shared ([postgres] prune_endpoints):
+ * otherwise they are kept, as another node's. Its own transaction; the
+ * registry follows once it committed. -1 with the store's error. */
+int admin_sync_config(struct registry *r, struct store *st, const struct ep_def *defs, size_t n, int prune_shared,
+                      int64_t now);
 
 #endif

@@ -32,6 +32,8 @@ enum opt_id {
     O_TYPE,
     O_EVENT_ID,
     O_DATA,
+    O_DELAY,
+    O_DELIVER_AT,
     O_FILE,
     O_URL,
     O_SECRET,

@@ -34,6 +34,8 @@ struct config {
     char *pg_node_name;   /* "" in the file: the host name (config_load fills it in) */
     int64_t pg_lease_ms;
     int64_t pg_poll_ms;
+    int64_t pg_prune_endpoints; /* config endpoints missing from this file are deleted
+                                 * cluster-wide (otherwise another node's are kept) */
     /* [server] */
     char *socket_path;
     char *group;
@@ -46,6 +48,14 @@ struct config {
     int64_t max_payload;
     int64_t max_line;
     int64_t max_clients;
+    int64_t max_clients_per_user;  /* non-admin connections of one uid */
+    int64_t admin_reserve;         /* of max_clients, kept for admins */
+    int64_t client_memory;         /* per connection: replies + requests answered */
+    int64_t user_memory;           /* per non-admin uid, partial lines too */
+    int64_t clients_memory;        /* all non-admin connections together */
+    int64_t idle_timeout_ms;       /* 0: never */
+    int64_t line_timeout_ms;
+    int64_t send_timeout_ms;
     /* [delivery] */
     int64_t workers;
     char *allow_networks;

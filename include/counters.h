@@ -22,4 +22,9 @@ void counters_outcome(int outcome, int64_t response_ms);
 void counters_ahead(int started);
 void counters_read(struct counters *out);
 
+/* Messages an endpoint's filter kept from it since start, by endpoint id
+ * (a small table under a lock: the writer counts, the reader renders). */
+void counters_filtered(int64_t endpoint_id);
+uint64_t counters_filtered_get(int64_t endpoint_id);
+
 #endif

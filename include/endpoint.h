@@ -10,6 +10,7 @@
 #include "tpl.h"
 
 struct cJSON;
+struct filter;
 
 /* Immutable once built; reference counted because a delivery thread may
  * still hold a job for an endpoint that was just changed or deleted. */
@@ -28,6 +29,8 @@ struct ep_conf {
     int body;                 /* enum ep_body, AUTO resolved */
     struct tpl url_tpl;
     struct tpl order_tpl;     /* nmacros 0: no ordering */
+    struct filter *filter;    /* NULL: every message */
+    int64_t delay_ms;         /* the delay key: rows wait this long first */
     struct tpl_map *maps;     /* nmaps */
     size_t nmaps;
     int has_ok;
@@ -38,6 +41,12 @@ struct ep_conf {
                                * claimed ahead must not start (paused, breaker
                                * not closed, a 429 hold, replaced or deleted); the writer
                                * sets it, delivery threads read it */
+    int halt;                 /* atomic, set with hold when the snapshot may
+                               * no longer be sent at all (paused, replaced
+                               * or deleted): a job that has not started,
+                               * even one holding a host slot, goes back
+                               * untried (deliver.c checks it as the
+                               * transfer starts) */
 };
 
 /* Build a snapshot (refs = 1). NULL on bad secrets or out of memory. */
@@ -49,6 +58,8 @@ void ep_conf_unref(struct ep_conf *e);
  * the overrides as a JSON object (cJSON_free the texts). NULL when out of
  * memory. */
 char *ep_json_strings(char *const *v, size_t n);
+/* The secrets array of d: its secrets, then its token (EP_TOKEN_TAG). */
+char *ep_json_secrets(const struct ep_def *d);
 char *ep_json_settings(const struct ep_settings *s);
 /* The overrides and the request keys of a definition: its stored form. */
 char *ep_json_overrides(const struct ep_def *d);

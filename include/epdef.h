@@ -48,18 +48,26 @@ struct ep_settings {
  * or NULL is the signed JSON POST of a webhook. */
 enum ep_method { EP_POST = 0, EP_GET, EP_PUT };
 enum ep_body { EP_BODY_AUTO = 0, EP_BODY_JSON, EP_BODY_FORM, EP_BODY_NONE };
+enum ep_sign { EP_SIGN_STANDARD = 0, EP_SIGN_NONE, EP_SIGN_HUB };
 #define EP_MAPS_MAX 32
-#define EP_MASK_DEFAULT "token, key, secret, password, sig, signature, hash"
+/* A token rides in the stored secrets array (sealed like them) as one
+ * element with this prefix: no secret starts with it (they are whsec_). */
+#define EP_TOKEN_TAG "token:"
+#define EP_TOKEN_MAX 512
 struct ep_request {
     int method;              /* enum ep_method */
     int body;                /* enum ep_body; AUTO: json for POST/PUT, none for GET */
     int macro_style;         /* enum tpl_style */
     int on_missing_fail;
-    int sign_none;
+    int sign;                /* enum ep_sign */
+    char *signature_header;  /* sign = hub: the header's name; NULL: SIGN_HUB_HEADER */
     char *success_status;    /* NULL: 200-299 */
     char *success_body;      /* NULL: any body */
-    char *mask_params;       /* NULL: EP_MASK_DEFAULT */
+    char *mask_params;       /* names masked besides urlmask.h's rules; NULL: none */
     char *ordering_key;      /* NULL: no ordering */
+    char *filter;            /* NULL: every message (filter.h) */
+    char *delay;             /* a duration: rows wait this long first; NULL: none */
+    char *raw_allow;         /* {x|raw} macros whose value may hold URL syntax; NULL: none */
     char **map_name;         /* nmaps of each (an endpoint per affiliate: */
     char **map_spec;         /* 50,000 of these must stay small) */
     size_t nmaps;
@@ -74,7 +82,10 @@ struct ep_def {
     char **headers;                    /* "Name: value", nheaders of them */
     size_t nheaders;
     char *event_types;  /* normalised "a,b,c"; "*" = every type; NULL = none */
+    char *token;        /* the partner's own secret ({token}, hmac_*); NULL = none */
     int paused;
+    int paused_given;   /* paused was said (a key, a stored row): it applies to
+                         * an existing endpoint; otherwise its state stays */
     struct ep_settings s;
     struct ep_request rq;
 };
@@ -82,6 +93,11 @@ struct ep_def {
 void ep_def_init(struct ep_def *d);
 void ep_def_free(struct ep_def *d);
 int ep_def_copy(struct ep_def *dst, const struct ep_def *src);
+/* Do a and b define the same deliveries (name, URL, secrets, headers,
+ * event types, token, settings, request keys; paused is a state, not
+ * compared)?
+ * Out of memory: 0, they may differ. */
+int ep_def_same(const struct ep_def *a, const struct ep_def *b);
 /* Set one key ("url", "secret", "header", "event_types", "max_attempts",
  * "timeout", "rate", "method", "map.status", ...). Repeatable keys
  * (secret, header) append.
@@ -94,7 +110,8 @@ int ep_name_valid(const char *name);
  * text), the form ep_def_set reads back. */
 void ep_request_each(const struct ep_def *d, void (*fn)(void *ctx, const char *key, const char *val), void *ctx);
 const char *ep_method_name(int method);
-/* Does the endpoint subscribe to event_type? */
+/* Does the endpoint subscribe to event_type? ("*" any, "order.*" a
+ * pattern: '*' stands for any run of characters) */
 int ep_def_wants(const struct ep_def *d, const char *event_type);
 
 #endif

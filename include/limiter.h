@@ -43,6 +43,12 @@ void limiter_init(struct limiter *l, int cap);
 /* A new cap (max_in_flight changed); the limit never exceeds it. fixed:
  * no adapting, the limit is the cap (an operator's choice per endpoint). */
 void limiter_set_cap(struct limiter *l, int cap, int fixed);
+/* The limit saved before a restart (endpoint_health.concurrency_limit;
+ * <= 0: none saved), within the cap. It is where the endpoint was, not a
+ * fresh guess: it grows from there by one per round trip, as after a cut
+ * (a saved 1 knows nothing and starts over in slow start). No effect on
+ * a fixed limit. */
+void limiter_restore(struct limiter *l, int limit);
 /* How many more requests may go with in_flight already out (>= 0). */
 int limiter_room(const struct limiter *l, int in_flight);
 /* The current limit as a whole number (for endpoints and the metrics). */

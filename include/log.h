@@ -17,8 +17,8 @@ void log_event(enum log_level l, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Quote a value for key=value output: returns out, which holds s in
- * double quotes with control characters, quotes and backslashes escaped,
- * truncated to fit n. */
+ * double quotes escaped as esc.h's ESC_QUOTED (controls, C1, bidi
+ * overrides, quotes and backslashes), cut to fit n. */
 const char *log_q(const char *s, char *out, size_t n);
 
 /* A budget of lines per window for events that come in storms (the

@@ -5,6 +5,8 @@
  * Series (every family has # HELP and # TYPE):
  *   hookd_up 1, hookd_build_info{version} 1
  *   hookd_queue_messages{status}            gauge, rows per queue status
+ *                                           (and "scheduled": delayed rows
+ *                                           not due yet, not in pending)
  *   hookd_dead_letters                      gauge, = queue status dead_letter
  *                                           (kept for dashboards that want a
  *                                           label-free series to alert on)
@@ -27,7 +29,10 @@
  *                                           rather than "quantile": promtool
  *                                           rejects "_ms" names and a
  *                                           quantile label outside summaries.
- *   hookd_endpoint_latency_samples{endpoint} gauge, attempts behind them */
+ *   hookd_endpoint_latency_samples{endpoint} gauge, attempts behind them
+ *   hookd_endpoint_filtered_total{endpoint} counter, messages its filter
+ *                                           kept out since start (absent
+ *                                           until the first) */
 #ifndef HOOKD_METRICS_H
 #define HOOKD_METRICS_H
 #include <stddef.h>
@@ -47,6 +52,7 @@ extern const int64_t metrics_bucket_ms[METRICS_NBUCKETS];
 struct metrics_snapshot {
     const char *version;
     int64_t queue[MSG__COUNT];
+    int64_t scheduled;                       /* pending rows delayed past now */
     int has_oldest_pending;
     int64_t oldest_pending_age_ms;
     uint64_t outcomes[METRICS_NOUTCOMES];
@@ -58,6 +64,7 @@ struct metrics_snapshot {
     uint64_t ahead[2];                       /* returned, started */
     const struct store_endpoint_info *eps;   /* name, h.state, h.p50_ms.. */
     size_t neps;
+    const uint64_t *filtered;                /* per eps entry; NULL: none */
 };
 
 /* Index of the bucket an observation of ms falls into (0..METRICS_NBUCKETS). */

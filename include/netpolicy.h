@@ -25,10 +25,14 @@ struct netpolicy {
  * Empty string gives an empty list. Returns 0, or -1 with a reason. */
 int netpolicy_parse(struct netpolicy *np, const char *list, char *err, size_t errlen);
 
-/* Is this address in a range refused by default (loopback, private,
- * link-local, CGNAT, multicast, unspecified, documentation, benchmarking,
- * reserved, broadcast, and IPv4-mapped/compatible/NAT64/6to4 forms of
- * them)? Returns a short range name ("loopback", "private", ...) or NULL. */
+/* Is this address in a range refused by default: every block of the
+ * IANA IPv4 and IPv6 Special-Purpose Address Registries (loopback,
+ * private, link-local, CGNAT, documentation, benchmarking, AS112, AMT,
+ * Teredo, ORCHID, NAT64 local-use, SRv6 SIDs, ...), multicast, IPv4
+ * reserved and broadcast, IPv6 outside 2000::/3, and the IPv4-mapped,
+ * -compatible, NAT64 (64:ff9b::/96) and 6to4 forms of blocked IPv4
+ * addresses? Returns a short range name ("loopback", "private", ...) or
+ * NULL. */
 const char *netpolicy_default_block(const struct sockaddr *sa);
 
 /* 0: connecting to sa is allowed (not default-blocked, or inside an

@@ -34,7 +34,7 @@ enum proto_op {
     OP__COUNT
 };
 
-/* Error codes (the documented set; see README "Errors"). */
+/* Error codes (the documented set, each with whether to retry: hookd-protocol(7)). */
 #define PERR_BAD_JSON          "bad_json"
 #define PERR_BAD_REQUEST       "bad_request"
 #define PERR_UNKNOWN_OP        "unknown_op"
@@ -50,6 +50,7 @@ enum proto_op {
 #define PERR_STORAGE_ERROR     "storage_error"
 #define PERR_STORAGE_UNAVAILABLE "storage_unavailable"
 #define PERR_SHUTTING_DOWN     "shutting_down"
+#define PERR_BUSY              "busy"      /* [server] max_clients reached */
 #define PERR_INTERNAL          "internal"
 
 /* requeue's "statuses": bit i is queue status i (store.h, enum msg_status) */
@@ -59,6 +60,17 @@ enum proto_op {
 
 #define PROTO_EVENT_ID_MAX 200
 #define PROTO_EVENT_TYPE_MAX 200
+
+/* What one request line may hold, so that parsing it costs time linear in
+ * the line and a few milliseconds at most on the event loop, whatever it
+ * holds: top-level members, and values and string escapes outside the
+ * payload (the payload's syntax is checked in one pass and its bytes are
+ * kept as written; only the members around it become cJSON values). An
+ * endpoint.put (every endpoint key once, 32 headers, 8 secrets) stays far
+ * below each. */
+#define PROTO_MAX_MEMBERS 64
+#define PROTO_MAX_VALUES 2048
+#define PROTO_MAX_ESCAPES 4096
 
 struct proto_limits {
     size_t max_payload;
@@ -74,6 +86,8 @@ struct proto_req {
     char *event_type;    /* enqueue */
     char *payload;       /* enqueue: the exact bytes of the "payload" value */
     size_t payload_len;
+    int64_t delay_ms;    /* enqueue: -1 none (schedule.h) */
+    int64_t deliver_at_ms; /* enqueue: epoch ms, 0 none */
     int64_t id;          /* get, requeue: message id (0 = none) */
     int64_t since_ms;    /* requeue, purge: rows created at/after; 0 = all */
     unsigned statuses;   /* requeue: PROTO_STATUS_* bits; 0 = the default */
@@ -105,6 +119,16 @@ int proto_reply_error(struct buf *out, const char *code, const char *message);
 /* Start "{\"ok\":true," ... callers append fields then proto_reply_end. */
 int proto_reply_begin(struct buf *out);
 int proto_reply_end(struct buf *out);
+
+/* A member name, as written (names with escapes are refused). */
+struct proto_name {
+    const char *p;
+    size_t len;
+};
+
+/* The index of the first name equal to an earlier one, or -1. Time and
+ * memory linear in n and the names' bytes (a hash set). -2 out of memory. */
+int proto_first_repeat(const struct proto_name *names, size_t n);
 
 /* Locate the raw bytes of top-level member `key` of a JSON object text
  * that is already known to be valid JSON. Returns 0 and sets start and vlen,

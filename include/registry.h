@@ -28,6 +28,9 @@ struct endpoint {
                                   * delivery threads, replaced on change */
     int64_t id;
     int from_config;
+    int in_file;                 /* defined in this node's config file (shared
+                                  * stores: a config endpoint may be another
+                                  * node's) */
     int paused;
     int is_ops;                  /* the [ops] endpoint: no fan-out, no events about itself */
     int in_flight;               /* claimed and not settled, ahead ones included */
@@ -56,6 +59,8 @@ struct endpoint {
     int64_t cluster_in_flight;   /* shared: its rows in flight on every node, as
                                   * read under lock in round `locked` */
     struct opsev_flap flap;      /* breaker events' quiet period */
+    int failing_logged;          /* its first failure since start or its last
+                                  * success was logged (registry_log_failure) */
     struct {                     /* this [history] bucket's counts not yet stored */
         int64_t bucket;
         uint32_t ok, fail, opens;
@@ -94,6 +99,9 @@ struct registry {
     /* breaker transition lines: a budget, and what it held back by state */
     struct log_budget tlog;
     long held_to[3];             /* indexed by enum breaker_state */
+    /* failure lines (an endpoint starting to fail, dead letters): the same */
+    struct log_budget flog;
+    long held_failing, held_dead;
     /* operational events (the writer's; NULL: none) */
     struct notify *notify;
     size_t flapping;             /* endpoints holding breaker events (a hint,
@@ -111,14 +119,20 @@ struct endpoint *registry_by_name(const struct registry *r, const char *name);
 
 /* Insert the endpoint, or give an existing one its new definition (its
  * breaker, counts and limits carry over; the rate limits restart only if
- * they changed). NULL on bad secrets or out of memory. Outside a round. */
+ * they changed). A new definition is a new snapshot: jobs of the old one
+ * that have not started come back untried (ep_conf.halt); the same
+ * definition again keeps the snapshot. NULL on bad secrets or out of
+ * memory. Outside a round. */
 struct endpoint *registry_install(struct registry *r, int64_t id, const struct ep_def *def, int from_config);
-/* Forget an endpoint; jobs in flight keep their snapshot. Outside a round. */
+/* Forget an endpoint; transfers already running finish with their
+ * snapshot, jobs not yet started come back untried (ep_conf.halt).
+ * Outside a round. */
 void registry_remove(struct registry *r, struct endpoint *e);
 /* Publish to the delivery threads whether e's jobs claimed ahead may
  * start (ep_conf.hold): not while it is paused, its breaker is not
- * closed or a 429 holds it. Done for every endpoint a round touched, at
- * its commit. */
+ * closed or a 429 holds it; and whether any job not yet started may
+ * (ep_conf.halt): not while it is paused. Done for every endpoint a
+ * round touched, at its commit. */
 void registry_sync_hold(struct endpoint *e);
 /* Stored breaker state and latency figures (at start). */
 void registry_load_health(struct registry *r, const struct store_health *h);
@@ -175,6 +189,15 @@ void endpoint_health_row(const struct endpoint *e, struct store_health *out);
 void registry_log_transition(struct registry *r, struct endpoint *e, const struct breaker_transition *t,
                              int64_t now);
 void registry_log_flush(struct registry *r, int64_t now);
+/* What makes a failing endpoint visible at the default level: its first
+ * failed attempt since start or since its last success
+ * (event=endpoint_failing), every dead letter (event=dead_letter), and
+ * its first success after a logged failure (event=endpoint_delivering),
+ * under a budget like the transitions'. detail: hookd's or libcurl's own
+ * text of a transport error (escaped here); never a response body. */
+void registry_log_failure(struct registry *r, struct endpoint *e, int64_t message_id, int attempts, int dead,
+                          int status, const char *error_class, const char *detail, int64_t now);
+void registry_log_success(struct registry *r, struct endpoint *e, int64_t now);
 
 /* One attempt's result (ok: delivered) for the endpoint's history
  * bucket; a new bucket hands the old one's counts to hist_out. */
@@ -191,5 +214,12 @@ void registry_ops_tick(struct registry *r, int64_t now);
 /* Store the waiting operational events as rows of the ops endpoint, in
  * the caller's transaction, and wake that endpoint. */
 int registry_notify_flush(struct registry *r, struct store *st, int64_t now);
+
+/* The wall clock stepped by step_ms (clockstep.h): every time the
+ * endpoints wait on or measure from (due times, 429 holds, breaker
+ * openings and failure runs, limiter and event windows) moves with it,
+ * so no wait grows or shrinks by the step. Outside a round; the stored
+ * times move with store clock_step. */
+void registry_clock_step(struct registry *r, int64_t step_ms);
 
 #endif

@@ -29,6 +29,9 @@ struct req {
     struct proto_req p;
     int done;             /* reply complete (server thread only) */
     struct buf reply;     /* one line, with its "\n" */
+    /* the server's accounting of its connection's budget (server thread) */
+    size_t held;          /* bytes it holds: its line, then its reply */
+    size_t reserve;       /* bytes set aside for a reply still to come */
 };
 
 /* Hand a finished request back through its port (any thread). */

@@ -80,6 +80,8 @@ struct store_enqueue {
                                   * hands it to delivery straight away */
     int64_t id;                  /* out */
     int duplicate;               /* out: (endpoint, event_id) existed; nothing stored */
+    int64_t due_at;              /* a delayed row (never claimed): its first
+                                  * next_attempt_at; 0: now */
 };
 
 /* A row claimed for delivery: now in_flight. */
@@ -253,7 +255,11 @@ struct store_stats {
     int has_avg;
     double avg_delivery_ms;      /* last hour */
     int has_oldest;
-    int64_t oldest_pending;      /* created_at of the oldest waiting row */
+    int64_t oldest_pending;      /* since when the oldest due waiting row
+                                  * waits (created_at, or a delayed row's
+                                  * due time); scheduled rows do not count */
+    int64_t scheduled;           /* pending rows delayed past now: not in
+                                  * n[MSG_PENDING] */
 };
 
 struct store_message {
@@ -324,7 +330,9 @@ struct store_ops {
 
     /* Start-up (writer, inside a transaction); hookd export reads the
      * endpoints and their health through a reader with these too. */
-    int (*recover)(struct store *s, int64_t now, int64_t *n);   /* in_flight -> waiting */
+    /* in_flight -> waiting (*n counts them); waiting rows of endpoints that
+     * no longer exist -> dead letters (endpoint_deleted) */
+    int (*recover)(struct store *s, int64_t now, int64_t *n);
     int (*endpoints_load)(struct store *s,
                           int (*fn)(void *ctx, int64_t id, int from_config, const struct ep_def *d),
                           void *ctx);
@@ -350,8 +358,10 @@ struct store_ops {
     int (*claim_many)(struct store *s, int64_t now, struct store_claim_want *w, size_t n,
                       int (*fn)(void *ctx, size_t k, const struct store_claimed *row), void *ctx);
     int (*settle)(struct store *s, struct store_settle *v, size_t n);
-    /* Matching rows back to pending with attempt_count 0. */
-    int (*requeue)(struct store *s, const struct store_filter *f, int64_t now, int64_t *n);
+    /* Matching rows back to pending with attempt_count 0; never a row
+     * whose endpoint no longer exists (nothing could claim it): *gone
+     * counts those (with f->id: 1 when that message is such a row). */
+    int (*requeue)(struct store *s, const struct store_filter *f, int64_t now, int64_t *n, int64_t *gone);
     /* Delete matching rows (dead letters only, whatever f->statuses says). */
     int (*purge)(struct store *s, const struct store_filter *f, int64_t *n);
     /* Erase one message: its payload, the response excerpts and the URLs
@@ -399,6 +409,17 @@ struct store_ops {
      * what every node recorded. */
     int (*health_lock)(struct store *s, const int64_t *ids, size_t n,
                        int (*fn)(void *ctx, const struct store_health *h), void *ctx);
+
+    /* Inside a transaction (writer): the wall clock stepped by step_ms
+     * (clockstep.h). Waiting and in-flight rows' next_attempt_at and
+     * created_at, and the breakers' opened_at and failing_since, move by
+     * the step, so every wait keeps its length and every age its value;
+     * past events (delivered_at, the attempt log, last_*_at, history)
+     * keep theirs. mine_only (a shared store with other live nodes):
+     * only rows whose times this node's clock wrote (claimed_by), and
+     * the shared breakers only by the cluster's lead; *rows counts the
+     * queue rows moved. */
+    int (*clock_step)(struct store *s, int64_t step_ms, int mine_only, int64_t *rows);
 
     /* Outside a transaction (writer). full: also shrink the log. */
     int (*checkpoint)(struct store *s, int full);

@@ -191,6 +191,7 @@ int pg_message_scan(struct store *s, const struct store_scan *sc,
     PG_MS("q.delivered_at") ", q.last_error, q.last_status_code, q.last_response_ms, octet_length(q.payload), " \
     "q.last_error_class, " PG_MS("q.erased_at")
 #define PG_MSG_NCOLS 18
+int pg_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows);
 int pg_node_beat(struct store *s, struct store_node *out);
 int pg_health_lock(struct store *s, const int64_t *ids, size_t n, int (*fn)(void *ctx, const struct store_health *h),
                    void *ctx);
@@ -201,7 +202,7 @@ int pg_next_due(struct store *s, int64_t endpoint_id, int ordered, int64_t *at);
 int pg_claim_many(struct store *s, int64_t now, struct store_claim_want *w, size_t n,
                   int (*fn)(void *ctx, size_t k, const struct store_claimed *row), void *ctx);
 int pg_settle(struct store *s, struct store_settle *v, size_t n);
-int pg_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n);
+int pg_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n, int64_t *gone);
 int pg_purge(struct store *s, const struct store_filter *f, int64_t *n);
 int pg_expire(struct store *s, enum store_expiry what, int64_t before, int64_t limit, int64_t *n);
 int pg_import_rows(struct store *s, struct store_row *v, size_t n);

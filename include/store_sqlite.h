@@ -34,7 +34,7 @@ enum sq_stmt {
     SQ__WRITER,
     /* reader */
     SQ_CNT_PENDING = SQ__WRITER, SQ_CNT_FAILED, SQ_CNT_IN_FLIGHT, SQ_CNT_DEAD, SQ_CNT_DELIVERED,
-    SQ_DELIVERED_SINCE, SQ_FAILED_SINCE, SQ_OLDEST_PENDING,
+    SQ_DELIVERED_SINCE, SQ_FAILED_SINCE, SQ_OLDEST_PENDING, SQ_CNT_SCHEDULED,
     SQ_GET, SQ_GET_ATTEMPTS, SQ_EP_LIST, SQ_DEAD_LETTERS, SQ_SLOW, SQ_LATENCY, SQ_HISTORY, SQ_DEAD_CLASSES,
     SQ_BEGIN, SQ_COMMIT,
     SQ__COUNT
@@ -92,12 +92,13 @@ int sq_erase(struct store *s, int64_t id, int64_t now, int64_t *n);
 int sq_message_scan(struct store *s, const struct store_scan *sc,
                     int (*fn)(void *ctx, const struct store_message *m, const char *payload, size_t len),
                     void *ctx);
+int sq_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows);
 int sq_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now);
 int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int ordered,
              int (*fn)(void *ctx, const struct store_claimed *row), void *ctx, int *n);
 int sq_next_due(struct store *s, int64_t endpoint_id, int ordered, int64_t *at);
 int sq_settle(struct store *s, struct store_settle *v, size_t n);
-int sq_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n);
+int sq_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n, int64_t *gone);
 int sq_purge(struct store *s, const struct store_filter *f, int64_t *n);
 int sq_expire(struct store *s, enum store_expiry what, int64_t before, int64_t limit, int64_t *n);
 

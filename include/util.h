@@ -5,9 +5,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "esc.h"
+
 int64_t util_now_ms(void);   /* wall clock, UTC epoch ms (stored times) */
 int64_t util_mono_ms(void);  /* monotonic ms (timers, intervals) */
 int64_t util_mono_us(void);
+/* elapsed ms since boot, suspend included (CLOCK_BOOTTIME): what the wall
+ * clock is checked against for steps (clockstep.h) */
+int64_t util_boot_ms(void);
 
 /* A growable byte buffer, always NUL terminated when p != NULL. Appends
  * check for overflow; on allocation failure they return -1, leave the
@@ -25,8 +30,11 @@ int buf_append(struct buf *b, const void *data, size_t n);
 int buf_puts(struct buf *b, const char *s);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
-/* Append s as a JSON string literal (with quotes). */
+/* Append s as a JSON string literal (with quotes; esc.h's ESC_JSON, so
+ * no terminal control or bidi override survives in the text). */
 int buf_json_str(struct buf *b, const char *s);
+/* Append n bytes of s escaped in style st (esc.h). */
+int buf_esc(struct buf *b, const char *s, size_t n, enum esc_style st);
 void buf_consume(struct buf *b, size_t n);  /* drop n bytes from the front */
 void buf_free(struct buf *b);
 /* Empty the buffer and forget a failure (the memory is kept). */
@@ -49,6 +57,10 @@ void util_random_id(const char *prefix, char *out, size_t n);
 
 /* FNV-1a of n bytes, folded to lower case when fold is set (host names). */
 uint64_t util_hash(const char *s, size_t n, int fold);
+
+/* Is s[0..n) one of the words of list (comma or blank separated),
+ * ignoring case? NULL lists nothing. */
+int util_word_listed(const char *list, const char *s, size_t n);
 
 /* Copy at most n-1 bytes and terminate. */
 void util_strlcpy(char *dst, const char *src, size_t n);

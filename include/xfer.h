@@ -31,7 +31,7 @@ struct xfer {
     struct curl_slist *hdrs;    /* the attempt's list: dyn[0], or fixed_hdrs when unsigned */
     char id_line[PROTO_EVENT_ID_MAX + 16];
     char ts_line[48];
-    char sig_line[24 + SIGN_MAX_SECRETS * (SIGN_SIG_LEN + 1)];
+    char sig_line[80 + SIGN_MAX_SECRETS * (SIGN_HUB_LEN + 1)];   /* either scheme's */
     /* per attempt */
     size_t body_seen;
     int body_capped;

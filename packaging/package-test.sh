@@ -268,6 +268,7 @@ check_modes() {
 check_modes "scratch root"
 ok "scratch root: user hookd, group hookd-clients (hookd a member), /var/lib/hookd 0700, secret.key 0600, hookd.ini hookd:hookd 0600"
 smoke "$R/usr/sbin/hookd" "$R/etc/hookd/hookd.ini"
+"$P/doccheck.sh" "$R" || fail "scratch root: the installed documentation (packaging/doccheck.sh)"
 
 # upgrade to a newer revision: keeps the edited config and the database.
 # Before it, the scratch root is put back in the state the packages before

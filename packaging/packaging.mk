@@ -2,6 +2,7 @@
 #   make static        fully static musl x86-64 build/static/hookd (+ .stripped)
 #   make static-test   the integration suite against the static binary
 #   make deb / rpm     packages from the static binary, in packaging/out/
+#                      (refused while conf/ has uncommitted changes)
 #   make package-test  integration suite on the static binary, then build both
 #                      packages and test them (lintian, installs, smoke test)
 #   make packaging-clean   drop packaging/out and the dependency cache
@@ -17,10 +18,18 @@ static:
 static-test: static
 	$(MAKE) integration HOOKD_BIN=$(CURDIR)/$(STATIC_BIN)
 
-deb: static
+# The packaged /etc/hookd/hookd.ini is made from conf/hookd.ini: refuse
+# to package edits that were never committed (make run serves var/hookd.ini).
+.PHONY: conf-clean
+conf-clean:
+	@if [ -n "$$(git status --porcelain conf/ 2>/dev/null)" ]; then \
+	  echo "packaging: conf/ has uncommitted changes; commit or revert them (git status conf/):" >&2; \
+	  git status --porcelain conf/ >&2; exit 1; fi
+
+deb: conf-clean static
 	packaging/mkdeb.sh packaging/out
 
-rpm: static
+rpm: conf-clean static
 	packaging/mkrpm.sh packaging/out
 
 # The integration suite runs against the static binary too, then the packages.

@@ -62,14 +62,18 @@ system_ini() { # src dst
         die "rewriting [server] group failed"
 }
 
+# the pages' date is the build's source date (SOURCE_DATE_EPOCH: the last
+# commit), so the sources hold no date and builds stay reproducible
+MANDATE=$(date -u -d "@${SOURCE_DATE_EPOCH:-$(git -C "$TOP" log -1 --format=%ct 2>/dev/null || date +%s)}" +%Y-%m-%d)
 manpage() { # src dst.gz
-    sed -e "s/@VERSION@/$VERSION/g" "$1" | gzip -9n >"$2"
+    sed -e "s/@VERSION@/$VERSION/g" -e "s/@DATE@/$MANDATE/g" "$1" | gzip -9n >"$2"
 }
 
 umask 022
 install -d "$dest/usr/sbin" "$dest/etc/hookd" "$dest$unitdir" \
     "$dest/usr/lib/sysusers.d" "$dest/usr/lib/tmpfiles.d" \
-    "$dest/usr/share/man/man8" "$dest/usr/share/man/man5" "$dest/usr/share/doc/hookd"
+    "$dest/usr/share/man/man8" "$dest/usr/share/man/man5" "$dest/usr/share/man/man7" \
+    "$dest/usr/share/doc/hookd"
 install -m 0755 "$bin" "$dest/usr/sbin/hookd"
 system_ini "$conf" "$dest/etc/hookd/hookd.ini"
 chmod 0644 "$dest/etc/hookd/hookd.ini"
@@ -78,10 +82,13 @@ install -m 0644 "$P/hookd.sysusers" "$dest/usr/lib/sysusers.d/hookd.conf"
 install -m 0644 "$P/hookd.tmpfiles" "$dest/usr/lib/tmpfiles.d/hookd.conf"
 manpage "$P/hookd.8" "$dest/usr/share/man/man8/hookd.8.gz"
 manpage "$P/hookd.ini.5" "$dest/usr/share/man/man5/hookd.ini.5.gz"
+manpage "$P/hookd-protocol.7" "$dest/usr/share/man/man7/hookd-protocol.7.gz"
 
 doc=$dest/usr/share/doc/hookd
 if [ -f "$TOP/README.md" ]; then install -m 0644 "$TOP/README.md" "$doc/README.md"; fi
 install -m 0644 "$P/README.md" "$doc/README.packaging.md"
+# the operator guides (README.md links to them as packaging/doc/NAME.md)
+for g in "$P"/doc/*.md; do install -m 0644 "$g" "$doc/$(basename "$g")"; done
 case $flavor in
 deb)
     # native package (hookd ships its own packaging): changelog.gz

@@ -278,7 +278,7 @@ build_ncurses() {
 # libpq only (the PostgreSQL backend), with the two internal libraries it
 # needs. Without OpenSSL: hookd's TLS is mbedTLS, which libpq cannot use,
 # so the packaged binary talks to PostgreSQL without TLS (sslmode=disable
-# or prefer; README "Scaling past one box" says what that means).
+# or prefer; packaging/doc/scaling-postgresql.md says what that means).
 build_libpq() {
     # every step checked: this runs on the left of || (set -e does not apply)
     cd "$SRC/postgresql-15" || return 1

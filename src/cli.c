@@ -273,8 +273,16 @@ again:
         goto out;
     rc = CLI_EXIT_ERROR;
     if (a.seen & OB(O_JSON)) {
-        fwrite(reply.p, 1, reply.len, stdout);
+        /* still JSON, with the same strings: only what could drive or
+         * reorder a terminal is spelt as \uXXXX */
+        struct buf shown = {0};
+        if (buf_esc(&shown, reply.p, reply.len, ESC_JSON_DOC) < 0) {
+            fprintf(stderr, "hookd: out of memory\n");
+            goto out;
+        }
+        fwrite(shown.p, 1, shown.len, stdout);
         fputc('\n', stdout);
+        buf_free(&shown);
     }
     if (refused(r))
         goto out;
@@ -334,7 +342,10 @@ static int run_top(const struct cmd *c, int argc, char **argv)
 }
 
 /* Ask for the report and write the page: to FILE.tmp, then renamed, so
- * a reader of FILE never sees half a page. */
+ * a reader of FILE never sees half a page. FILE.tmp is created, never
+ * reused: in a shared directory another account's symlink or file by
+ * that name must not receive the page (O_EXCL|O_NOFOLLOW), and the page
+ * (endpoint names, error texts) is for this account only (0600). */
 static int run_report(const struct cmd *c, int argc, char **argv)
 {
     struct args a;
@@ -342,8 +353,7 @@ static int run_report(const struct cmd *c, int argc, char **argv)
     char sock[128];
     int64_t timeout = 120000, since = 24 * 3600000LL;
     cJSON *r = NULL;
-    FILE *f;
-    int ok, rc = start(c, argc, argv, &a);
+    int fd, ok, rc = start(c, argc, argv, &a);
 
     if (rc >= 0)
         return rc;
@@ -371,14 +381,22 @@ static int run_report(const struct cmd *c, int argc, char **argv)
         goto out;
     }
     buf_printf(&tmp, "%s.tmp", a.val[O_HTML]);
-    f = tmp.failed ? NULL : fopen(tmp.p, "w");
-    ok = f && fwrite(page.p, 1, page.len, f) == page.len;
-    if (f && fclose(f) != 0)
+    if (tmp.failed) {
+        fprintf(stderr, "hookd report: out of memory\n");
+        goto out;
+    }
+    fd = open(tmp.p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "hookd report: cannot create %s: %s%s\n", tmp.p, strerror(errno),
+                errno == EEXIST || errno == ELOOP ? " (left by an earlier run? remove it)" : "");
+        goto out;
+    }
+    ok = util_write_all(fd, page.p, page.len) == 0;
+    if (close(fd) != 0)
         ok = 0;
     if (!ok || rename(tmp.p, a.val[O_HTML]) != 0) {
         fprintf(stderr, "hookd report: cannot write %s: %s\n", a.val[O_HTML], strerror(errno));
-        if (tmp.p)
-            unlink(tmp.p);
+        unlink(tmp.p);
         goto out;
     }
     printf("wrote %s (%zu bytes)\n", a.val[O_HTML], page.len);
@@ -514,9 +532,10 @@ static const struct cmd commands[] = {
            cli_show_ping),
     CLIENT("send", 0,
            "send (--endpoint NAME [--type TYPE] | --type TYPE) [--event-id ID]\n"
-           "                  (--data JSON | --file FILE | payload on stdin)",
+           "                  [--delay DURATION | --deliver-at TIME] (--data JSON | --file FILE | payload on stdin)",
            "Queue one event: for one endpoint, or with only --type for every subscriber.",
-           "enqueue", OB(O_ENDPOINT) | OB(O_TYPE) | OB(O_EVENT_ID) | OB(O_DATA) | OB(O_FILE), 0, 0,
+           "enqueue", OB(O_ENDPOINT) | OB(O_TYPE) | OB(O_EVENT_ID) | OB(O_DATA) | OB(O_FILE) | OB(O_DELAY) |
+           OB(O_DELIVER_AT), 0, 0,
            cli_build_send, cli_show_send),
     CLIENT("get", 0, "get ID | get --event-id ID [--endpoint NAME]", "Show one message and its delivery attempts.",
            "get", OB(O_EVENT_ID) | OB(O_ENDPOINT), 0, 1, cli_build_get, cli_show_get),
@@ -584,7 +603,7 @@ static const struct cmd commands[] = {
      OB(O_CONFIG) | OB(O_SOCKET) | OB(O_TIMEOUT) | OB(O_ONCE) | OB(O_SORT), 0, 0, NULL, NULL, NULL},
     {"backup", run_backup, 0, 0, "backup FILE [-c FILE]",
      "Write an online, consistent copy of the database to FILE (which must not exist); the daemon\n"
-     "                   may be running. Restore: README, \"Backup and restore\".",
+     "                   may be running. Restore: hookd restore.",
      OB(O_CONFIG), 1, 1, NULL, NULL, NULL},
     {"restore", run_restore, 0, 0, "restore FILE [-c FILE]",
      "Put a copy made by backup in place of the database (hookd must be stopped); the replaced\n"

@@ -1,6 +1,7 @@
 /* cli_args.c - the command line's options, payload loading and the
  * request each client command sends. */
 #include "cli_args.h"
+#include "jscan.h"
 #include "cli.h"
 #include "msgsel.h"
 
@@ -25,6 +26,8 @@ static const struct optdef {
     [O_TYPE] = {"type", 't', 1},
     [O_EVENT_ID] = {"event-id", 0, 1},
     [O_DATA] = {"data", 'd', 1},
+    [O_DELAY] = {"delay", 0, 1},
+    [O_DELIVER_AT] = {"deliver-at", 0, 1},
     [O_FILE] = {"file", 'f', 1},
     [O_URL] = {"url", 0, 1},
     [O_SECRET] = {"secret", 0, 1},
@@ -185,6 +188,7 @@ int cli_payload_normalise(const char *text, size_t len, struct buf *out, char *e
         snprintf(err, errlen, "payload is not valid JSON");
         return -1;
     }
+
     if (end != e) {
         snprintf(err, errlen, "payload has data after the JSON value (byte %zu)", (size_t)(end - text));
         goto out;
@@ -222,6 +226,16 @@ int cli_payload_normalise(const char *text, size_t len, struct buf *out, char *e
         out->p[out->len++] = ch;
     }
     out->p[out->len] = '\0';
+    {
+        /* what hookd checks: cJSON also takes 01, 1. or -.5 */
+        struct jscan_result res;
+        if (jscan(out->p + start, out->len - start, NULL, NULL, 0, &res) != 0) {
+            snprintf(err, errlen, "payload is not valid JSON (RFC 8259: no leading zeros, digits after a point)");
+            out->len = start;
+            out->p[start] = '\0';
+            goto out;
+        }
+    }
     rc = 0;
 out:
     cJSON_Delete(j);
@@ -334,8 +348,18 @@ int cli_build_send(const struct args *a, cJSON *req, struct buf *payload, char *
     }
     if ((a->val[O_ENDPOINT] && add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0) ||
         (a->val[O_TYPE] && add_str(req, "event_type", a->val[O_TYPE], err, errlen) < 0) ||
-        (a->val[O_EVENT_ID] && add_str(req, "event_id", a->val[O_EVENT_ID], err, errlen) < 0))
+        (a->val[O_EVENT_ID] && add_str(req, "event_id", a->val[O_EVENT_ID], err, errlen) < 0) ||
+        (a->val[O_DELAY] && add_str(req, "delay", a->val[O_DELAY], err, errlen) < 0))
         return -1;
+    if (a->val[O_DELIVER_AT]) {
+        /* epoch ms as a number, anything else (RFC 3339) as text: the
+         * daemon judges either */
+        int64_t ms;
+        if (util_parse_int(a->val[O_DELIVER_AT], &ms) == 0 ? add_num(req, "deliver_at", ms, err, errlen) < 0
+                                                           : add_str(req, "deliver_at", a->val[O_DELIVER_AT], err,
+                                                                     errlen) < 0)
+            return -1;
+    }
     return load_payload(a, payload, err, errlen);
 }
 

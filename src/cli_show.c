@@ -1,5 +1,6 @@
 /* cli_show.c - replies printed for people. */
 #include "cli_show.h"
+#include "esc.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -20,15 +21,13 @@ static int is_int(const cJSON *v)
            fabs(v->valuedouble) < 9e15;
 }
 
-/* Daemon strings can carry text from remote servers (error messages):
- * keep terminal control bytes out. */
+/* Daemon strings can carry text from remote servers (error messages,
+ * response excerpts) and from payloads: no control character, C1 or bidi
+ * override reaches the terminal. A backslash stays as it is: excerpts
+ * arrive escaped already. */
 void cli_sanitize(const char *s, char *out, size_t n)
 {
-    size_t i = 0;
-
-    for (; *s && i + 1 < n; s++)
-        out[i++] = ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s;
-    out[i] = '\0';
+    esc_str(out, n, s, ESC_SHOW);
 }
 
 void cli_fmt_val(const cJSON *v, char *out, size_t n)
@@ -158,11 +157,28 @@ struct col {
     const char *hdr;
     const char *key;
     const char *sub;   /* the item's object holding key, or NULL */
-    char kind;         /* 'v' value, 'm' milliseconds, 't' time, '#' row number */
+    char kind;         /* 'v' value, 'm' milliseconds, 't' time, '#' row number, 'd' attempt detail */
     size_t maxw;       /* cut longer values (0: no limit); --json has them whole */
 };
 
 #define COLS_MAX 16
+
+/* An attempt's detail without the class it starts with: a transport
+ * error is stored as "dns: Could not resolve host: ..." (the message's
+ * last_error), and its class is shown beside it already. */
+static void fmt_detail(const cJSON *attempt, char *out, size_t n)
+{
+    const cJSON *cls = cli_jget(attempt, "error_class"), *d = cli_jget(attempt, "detail");
+    size_t l;
+
+    if (cJSON_IsString(cls) && cJSON_IsString(d) && (l = strlen(cls->valuestring)) > 0 &&
+        strncmp(d->valuestring, cls->valuestring, l) == 0 && strncmp(d->valuestring + l, ": ", 2) == 0 &&
+        d->valuestring[l + 2]) {
+        cli_sanitize(d->valuestring + l + 2, out, n);
+        return;
+    }
+    cli_fmt_val(d, out, n);
+}
 
 static void fmt_kind(char kind, const cJSON *x, char *out, size_t n)
 {
@@ -195,10 +211,16 @@ static void print_list(const cJSON *arr, const struct col *cols, size_t ncols)
             const cJSON *x = cli_jget(c->sub ? cli_jget(it, c->sub) : it, c->key);
             if (c->kind == '#')
                 snprintf(cells[i], sizeof cells[i], "%d", n);
+            else if (c->kind == 'd')
+                fmt_detail(it, cells[i], sizeof cells[i]);
             else
                 fmt_kind(c->kind, x, cells[i], sizeof cells[i]);
-            if (c->maxw > 3 && c->maxw < sizeof cells[i] && strlen(cells[i]) > c->maxw)
-                memcpy(cells[i] + c->maxw - 3, "...", 4);
+            if (c->maxw > 3 && c->maxw < sizeof cells[i] && strlen(cells[i]) > c->maxw) {
+                size_t cut = c->maxw - 3;
+                while (cut > 0 && ((unsigned char)cells[i][cut] & 0xc0) == 0x80)
+                    cut--;   /* not inside a character */
+                memcpy(cells[i] + cut, "...", 4);
+            }
             row[i] = cells[i];
         }
         if (table_row(&t, row) < 0)
@@ -228,12 +250,22 @@ void cli_show_send(const cJSON *r, const struct args *a)
     char id[32], ev[256], ep[128];
 
     cli_fmt_val(cli_jget(r, "event_id"), ev, sizeof ev);
-    if (!cJSON_IsArray(dl)) {
-        cli_fmt_val(cli_jget(r, "id"), id, sizeof id);
-        printf("%s id=%s event_id=%s\n", cJSON_IsTrue(cli_jget(r, "duplicate")) ? "duplicate" : "queued",
-               id, ev);
+    if (cJSON_IsTrue(cli_jget(r, "filtered"))) {
+        printf("filtered event_id=%s (the endpoint's filter keeps it out; nothing stored)\n", ev);
         return;
     }
+    if (!cJSON_IsArray(dl)) {
+        cli_fmt_val(cli_jget(r, "id"), id, sizeof id);
+        printf("%s id=%s event_id=%s", cJSON_IsTrue(cli_jget(r, "duplicate")) ? "duplicate" : "queued", id, ev);
+        if (cJSON_IsNumber(cli_jget(r, "deliver_at"))) {
+            fmt_time(cli_jget(r, "deliver_at"), ep, sizeof ep);
+            printf(" deliver_at=%s", ep);
+        }
+        printf("\n");
+        return;
+    }
+    if (cJSON_IsNumber(cli_jget(r, "filtered")))
+        printf("filtered %d endpoint(s) event_id=%s\n", cli_jget(r, "filtered")->valueint, ev);
     if (cJSON_GetArraySize(dl) == 0)
         printf("no deliveries event_id=%s\n", ev);
     cJSON_ArrayForEach(d, dl) {
@@ -265,7 +297,7 @@ void cli_show_get(const cJSON *r, const struct args *a)
         {"STATUS", "status_code", NULL, 'v', 0},
         {"RESPONSE", "response_ms", NULL, 'm', 0},
         {"ERROR", "error_class", NULL, 'v', 0},
-        {"DETAIL", "detail", NULL, 'v', 40},
+        {"DETAIL", "detail", NULL, 'd', 40},
         {"METHOD", "method", NULL, 'v', 0},
         {"URL (hookd attempts ID: whole)", "url", NULL, 'v', 50},
     };
@@ -288,7 +320,7 @@ void cli_show_get(const cJSON *r, const struct args *a)
 void cli_show_attempts(const cJSON *r, const struct args *a)
 {
     const cJSON *at = cli_jget(r, "attempts"), *it;
-    char v[4096], w[64], w2[4096];
+    char v[4096], w[64];
     int n = 0;
 
     (void)a;
@@ -317,11 +349,9 @@ void cli_show_attempts(const cJSON *r, const struct args *a)
         printf("  status    %s in %s\n", v, w);
         cli_fmt_val(cli_jget(it, "error_class"), v, sizeof v);
         if (v[0] && strcmp(v, "-") != 0) {
-            size_t cl = strlen(v);
             printf("  error     %s", v);
-            /* a detail that starts with its class ("dns: ...") says it once */
-            cli_fmt_val(cli_jget(it, "detail"), w2, sizeof w2);
-            printf(": %s\n", strncmp(w2, v, cl) == 0 && strncmp(w2 + cl, ": ", 2) == 0 ? w2 + cl + 2 : w2);
+            fmt_detail(it, v, sizeof v);
+            printf(": %s\n", v);
         }
         cli_fmt_val(cli_jget(it, "response"), v, sizeof v);
         printf("  response  %s\n", v);
@@ -333,7 +363,7 @@ void cli_show_attempts(const cJSON *r, const struct args *a)
 void cli_show_stats(const cJSON *r, const struct args *a)
 {
     static const char *const counts[] = {"pending", "awaiting_retry", "in_flight", "dead_letter",
-                                         "delivered_last_hour", "failed_last_hour"};
+                                         "delivered_last_hour", "failed_last_hour", "scheduled"};
     const cJSON *s = cli_jget(r, "stats"), *age;
     char v[128], w[64];
     size_t i;

@@ -219,12 +219,14 @@ static int sync_one(void *ctx, int64_t id, int from_config, const struct ep_def 
         return 0;
     }
     e->paused = d->paused;
+    registry_sync_hold(e);   /* paused on another node: jobs here that have not started go back */
     return 0;
 }
 
 /* Another node changed endpoints (added, changed, paused, deleted):
- * the stored definitions are the truth. Jobs in flight keep their
- * snapshots. */
+ * the stored definitions are the truth. Transfers running keep their
+ * snapshots; jobs of a changed, paused or deleted endpoint that have not
+ * started come back (ep_conf.halt). */
 void cluster_sync_endpoints(struct cluster *cl)
 {
     struct ep_seen x = {cl, NULL, 0, 0, 0};

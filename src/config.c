@@ -7,6 +7,7 @@
 #include "opsev.h"
 #include "settings.h"
 #include "tpl.h"
+#include "urlmask.h"
 #include "util.h"
 
 #include <errno.h>
@@ -83,7 +84,8 @@ static int fail_at(struct load_ctx *x, int line, const char *section, const char
 {
     /* an indented "secret = ..." line is a continuation of the previous
      * key for inih: hide anything that looks like a secret, whatever key */
-    int secret = (key && strcmp(key, "secret") == 0) || (value && strstr(value, "whsec_")) ||
+    int secret = (key && (strcmp(key, "secret") == 0 || strcmp(key, "token") == 0)) ||
+                 (value && strstr(value, "whsec_")) ||
                  (key && strstr(key, "whsec_"));
 
     /* an indented line is a continuation whatever it says ("  secret =
@@ -432,11 +434,13 @@ void config_dump(const struct config *c, FILE *out)
         const struct ep_def *e = &c->endpoints[i];
         struct buf u = {0};
         /* a token typed into the query is hidden like a secret */
-        tpl_mask_query(e->url, e->rq.mask_params ? e->rq.mask_params : EP_MASK_DEFAULT, &u);
+        urlmask_url(e->url, e->rq.mask_params, &u);
         fprintf(out, "\n[endpoint.%s]\nurl = %s\n", e->name, u.p ? u.p : "(out of memory)");
         buf_free(&u);
         for (j = 0; j < e->nsecrets; j++)
             fprintf(out, "secret = whsec_(hidden)\n");
+        if (e->token)
+            fprintf(out, "token = (hidden)\n");
         for (j = 0; j < e->nheaders; j++) {
             const char *colon = strchr(e->headers[j], ':');
             /* header values often carry tokens: print names only */

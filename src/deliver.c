@@ -147,6 +147,13 @@ static int held(const struct ep_conf *e)
     return __atomic_load_n(&e->hold, __ATOMIC_RELAXED);
 }
 
+/* The endpoint was paused, changed or deleted since the job was claimed:
+ * it must not start with this snapshot (ep_conf.halt). */
+static int halted(const struct ep_conf *e)
+{
+    return __atomic_load_n(&e->halt, __ATOMIC_RELAXED);
+}
+
 static void untried(struct djob *j, struct djob ***dtail)
 {
     j->attempted = 0;
@@ -185,14 +192,20 @@ static void ep_ended(struct dthread *t, struct djob *j, struct djob ***dtail)
 }
 
 /* Start j, which holds a host slot when counted; a job that cannot start
- * is finished, and its slot goes to the next one waiting for the host. */
+ * is finished, and its slot goes to the next one waiting for the host.
+ * The endpoint is looked at once more here, as the transfer starts: a
+ * job may have waited long for a host slot, and a pause, a new
+ * definition or a delete since its claim sends it back untried (the
+ * writer claims it again with the current snapshot, or not at all). */
 static void run_counted(struct dthread *t, struct djob *j, int counted, struct djob ***dtail)
 {
     struct djob *next;
 
     while (j) {
         uint64_t h = j->ep->host_hash;
-        if (start_transfer(t, j, counted) == 0)
+        if (halted(j->ep))
+            j->attempted = 0;
+        else if (start_transfer(t, j, counted) == 0)
             return;
         push(dtail, j);
         next = counted ? slotq_release(t->hc, h) : NULL;
@@ -208,6 +221,10 @@ static void launch(struct dthread *t, struct djob *j, struct djob ***dtail)
          * here for it to follow */
         if (held(j->ep) || slotq_park(t->eps, (uint64_t)j->ep->id, j) < 0)
             untried(j, dtail);
+        return;
+    }
+    if (halted(j->ep)) {
+        untried(j, dtail);
         return;
     }
     j->ep_counted = slotq_admit(t->eps, (uint64_t)j->ep->id, j) == 0;

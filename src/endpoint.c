@@ -1,6 +1,8 @@
 /* endpoint.c - endpoint snapshots for the delivery threads, and the
  * JSON forms of a definition (endpoint.put requests, stored lists). */
 #include "endpoint.h"
+#include "filter.h"
+#include "urlmask.h"
 #include "settings.h"
 #include "util.h"
 
@@ -37,6 +39,9 @@ static void request_free(struct ep_conf *e)
         tpl_map_free(&e->maps[i]);
     free(e->maps);
     free(e->shown_url);
+    if (e->filter)
+        filter_free(e->filter);
+    free(e->filter);
 }
 
 /* The parsed form of the request keys (validated before). */
@@ -53,6 +58,14 @@ static int request_build(struct ep_conf *e)
     if (rq->ordering_key &&
         tpl_parse(&e->order_tpl, rq->ordering_key, (enum tpl_style)rq->macro_style, TPL_TEXT, err, sizeof err) < 0)
         return -1;
+    if (rq->filter &&
+        (!(e->filter = calloc(1, sizeof *e->filter)) || filter_parse(e->filter, rq->filter, err, sizeof err) < 0)) {
+        free(e->filter);
+        e->filter = NULL;
+        return -1;
+    }
+    if (rq->delay && util_parse_duration_ms(rq->delay, &e->delay_ms) < 0)
+        return -1;
     if (rq->nmaps && !(e->maps = calloc(rq->nmaps, sizeof *e->maps)))
         return -1;
     for (i = 0; i < rq->nmaps; i++) {
@@ -66,11 +79,11 @@ static int request_build(struct ep_conf *e)
         e->has_ok = 1;
     }
     if (e->url_tpl.nmacros == 0) {
-        if (tpl_mask_query(e->def.url, rq->mask_params ? rq->mask_params : EP_MASK_DEFAULT, &b) < 0)
+        if (urlmask_url(e->def.url, rq->mask_params, &b) < 0)
             return -1;
         e->shown_url = b.p;
     }
-    e->plain = e->url_tpl.nmacros == 0 && rq->method == EP_POST && e->body == EP_BODY_JSON && !rq->sign_none;
+    e->plain = e->url_tpl.nmacros == 0 && rq->method == EP_POST && e->body == EP_BODY_JSON && rq->sign == EP_SIGN_STANDARD;
     return 0;
 }
 
@@ -233,6 +246,44 @@ char *ep_json_strings(char *const *v, size_t n)
     return s;
 }
 
+/* a tree's copies of secrets do not outlive their use in freed memory */
+static void wipe_strings(cJSON *a)
+{
+    cJSON *el;
+
+    cJSON_ArrayForEach(el, a) {
+        if (cJSON_IsString(el) && el->valuestring)
+            explicit_bzero(el->valuestring, strlen(el->valuestring));
+    }
+}
+
+char *ep_json_secrets(const struct ep_def *d)
+{
+    cJSON *a = cJSON_CreateArray();
+    struct buf t = {0};
+    char *s;
+    size_t i;
+
+    if (!a)
+        return NULL;
+    for (i = 0; i < d->nsecrets; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(d->secrets[i]));
+    if (d->token) {
+        if (buf_puts(&t, EP_TOKEN_TAG) < 0 || buf_puts(&t, d->token) < 0) {
+            cJSON_Delete(a);
+            buf_free(&t);
+            return NULL;
+        }
+        cJSON_AddItemToArray(a, cJSON_CreateString(t.p));
+        explicit_bzero(t.p, t.len);
+        buf_free(&t);
+    }
+    s = cJSON_PrintUnformatted(a);
+    wipe_strings(a);
+    cJSON_Delete(a);
+    return s;
+}
+
 static void add_setting(void *ctx, const char *key, const char *val)
 {
     cJSON_AddStringToObject((cJSON *)ctx, key, val);
@@ -278,11 +329,17 @@ static int load_strings(struct ep_def *d, const char *key, const char *json)
         return -1;
     }
     cJSON_ArrayForEach(el, a) {
-        if (!cJSON_IsString(el) || ep_def_set(d, key, el->valuestring, err, sizeof err) < 0) {
+        const char *k = key, *v = cJSON_IsString(el) ? el->valuestring : NULL;
+        if (v && strcmp(key, "secret") == 0 && strncmp(v, EP_TOKEN_TAG, strlen(EP_TOKEN_TAG)) == 0) {
+            k = "token";
+            v += strlen(EP_TOKEN_TAG);
+        }
+        if (!v || ep_def_set(d, k, v, err, sizeof err) < 0) {
             rc = -1;
             break;
         }
     }
+    wipe_strings(a);
     cJSON_Delete(a);
     return rc;
 }
@@ -326,6 +383,7 @@ int ep_def_from_stored(struct ep_def *d, const char *name, const char *url, cons
         return -1;
     util_strlcpy(d->name, name, sizeof d->name);
     d->paused = paused;
+    d->paused_given = 1;
     if (ep_def_set(d, "url", url, err, sizeof err) < 0 || load_strings(d, "secret", secrets_json) < 0 ||
         load_strings(d, "header", headers_json) < 0 ||
         (event_types && ep_def_set(d, "event_types", event_types, err, sizeof err) < 0) ||

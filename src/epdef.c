@@ -3,6 +3,8 @@
  * and the per-endpoint overrides of the settings table), validated the
  * same way wherever they come from. */
 #include "epdef.h"
+#include "filter.h"
+#include "schedule.h"
 #include "netpolicy.h"
 #include "outcome.h"
 #include "settings.h"
@@ -34,10 +36,17 @@ void ep_def_free(struct ep_def *d)
         free(d->headers[i]);
     free(d->headers);
     free(d->event_types);
+    if (d->token)
+        explicit_bzero(d->token, strlen(d->token));
+    free(d->token);
     free(d->rq.success_status);
     free(d->rq.success_body);
     free(d->rq.mask_params);
     free(d->rq.ordering_key);
+    free(d->rq.signature_header);
+    free(d->rq.filter);
+    free(d->rq.delay);
+    free(d->rq.raw_allow);
     for (i = 0; i < d->rq.nmaps; i++) {
         free(d->rq.map_name[i]);
         free(d->rq.map_spec[i]);
@@ -45,6 +54,49 @@ void ep_def_free(struct ep_def *d)
     free(d->rq.map_name);
     free(d->rq.map_spec);
     ep_def_init(d);
+}
+
+static int opt_same(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static int strs_same(char *const *a, size_t na, char *const *b, size_t nb)
+{
+    size_t i;
+
+    if (na != nb)
+        return 0;
+    for (i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]) != 0)
+            return 0;
+    return 1;
+}
+
+static void kv_text(void *ctx, const char *key, const char *val)
+{
+    buf_printf(ctx, "%zu:%s%zu:%s", strlen(key), key, strlen(val), val);
+}
+
+int ep_def_same(const struct ep_def *a, const struct ep_def *b)
+{
+    struct buf x = {0}, y = {0};
+    int same;
+
+    if (strcmp(a->name, b->name) != 0 || !opt_same(a->url, b->url) || !opt_same(a->event_types, b->event_types) ||
+        !opt_same(a->token, b->token) || !strs_same(a->secrets, a->nsecrets, b->secrets, b->nsecrets) ||
+        !strs_same(a->headers, a->nheaders, b->headers, b->nheaders))
+        return 0;
+    /* the settings and request keys in their stored form: what differs
+     * from the defaults, in the table's order */
+    ep_settings_each(&a->s, kv_text, &x);
+    ep_request_each(a, kv_text, &x);
+    ep_settings_each(&b->s, kv_text, &y);
+    ep_request_each(b, kv_text, &y);
+    same = !x.failed && !y.failed && x.len == y.len && (x.len == 0 || memcmp(x.p, y.p, x.len) == 0);
+    buf_free(&x);
+    buf_free(&y);
+    return same;
 }
 
 /* One more slot in a pointer array of n (grown one at a time: these
@@ -73,15 +125,19 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
     memcpy(dst->name, src->name, sizeof dst->name);
     dst->s = src->s;
     dst->paused = src->paused;
+    dst->paused_given = src->paused_given;
     dst->rq.method = src->rq.method;
     dst->rq.body = src->rq.body;
     dst->rq.macro_style = src->rq.macro_style;
     dst->rq.on_missing_fail = src->rq.on_missing_fail;
-    dst->rq.sign_none = src->rq.sign_none;
+    dst->rq.sign = src->rq.sign;
     if (dup_opt(&dst->rq.success_status, src->rq.success_status) < 0 ||
         dup_opt(&dst->rq.success_body, src->rq.success_body) < 0 ||
         dup_opt(&dst->rq.mask_params, src->rq.mask_params) < 0 ||
-        dup_opt(&dst->rq.ordering_key, src->rq.ordering_key) < 0)
+        dup_opt(&dst->rq.ordering_key, src->rq.ordering_key) < 0 ||
+        dup_opt(&dst->rq.signature_header, src->rq.signature_header) < 0 ||
+        dup_opt(&dst->rq.filter, src->rq.filter) < 0 || dup_opt(&dst->rq.delay, src->rq.delay) < 0 ||
+        dup_opt(&dst->rq.raw_allow, src->rq.raw_allow) < 0)
         goto fail;
     for (i = 0; i < src->rq.nmaps; i++) {
         if (grow_one(&dst->rq.map_name, i) < 0 || grow_one(&dst->rq.map_spec, i) < 0)
@@ -96,6 +152,8 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
     if (src->url && !(dst->url = strdup(src->url)))
         goto fail;
     if (src->event_types && !(dst->event_types = strdup(src->event_types)))
+        goto fail;
+    if (dup_opt(&dst->token, src->token) < 0)
         goto fail;
     for (i = 0; i < src->nsecrets; i++) {
         if (!(dst->secrets[i] = strdup(src->secrets[i])))
@@ -239,7 +297,7 @@ static const char *const methods[] = {"POST", "GET", "PUT", NULL};
 static const char *const bodies[] = {"", "json", "form", "none", NULL};
 static const char *const styles[] = {"braces", "hashes", "brackets", NULL};
 static const char *const missing[] = {"empty", "fail", NULL};
-static const char *const signs[] = {"standard", "none", NULL};
+static const char *const signs[] = {"standard", "none", "hub", NULL};
 
 const char *ep_method_name(int method)
 {
@@ -263,7 +321,19 @@ static int request_set(struct ep_request *rq, const char *key, const char *value
     if (strcmp(key, "on_missing") == 0)
         return pick(value, missing, &rq->on_missing_fail, err, errlen);
     if (strcmp(key, "sign") == 0)
-        return pick(value, signs, &rq->sign_none, err, errlen);
+        return pick(value, signs, &rq->sign, err, errlen);
+    if (strcmp(key, "signature_header") == 0) {
+        /* the header is hookd's: one the endpoint or curl sets is refused */
+        char h[80];
+        if (strlen(value) > 64 || strchr(value, ':')) {
+            snprintf(err, errlen, "must be a header name of at most 64 characters");
+            return -1;
+        }
+        snprintf(h, sizeof h, "%s: x", value);
+        if (header_valid(h, err, errlen) < 0)
+            return -1;
+        return set_str(&rq->signature_header, value, 64, err, errlen);
+    }
     if (strcmp(key, "success_status") == 0) {
         struct outcome_ok ok;
         if (outcome_ok_parse(value, &ok, err, errlen) < 0)
@@ -281,6 +351,23 @@ static int request_set(struct ep_request *rq, const char *key, const char *value
         return set_str(&rq->mask_params, value, 1024, err, errlen);
     if (strcmp(key, "ordering_key") == 0)
         return set_str(&rq->ordering_key, value, 512, err, errlen);
+    if (strcmp(key, "delay") == 0) {
+        int64_t ms;
+        if (util_parse_duration_ms(value, &ms) < 0 || ms < 0 || ms > SCHED_MAX_MS) {
+            snprintf(err, errlen, "must be a duration of at most 30 days (90s, 5m, 2h)");
+            return -1;
+        }
+        return set_str(&rq->delay, value, 64, err, errlen);
+    }
+    if (strcmp(key, "filter") == 0) {
+        struct filter f;
+        if (filter_parse(&f, value, err, errlen) < 0)
+            return -1;
+        filter_free(&f);
+        return set_str(&rq->filter, value, FILTER_MAX, err, errlen);
+    }
+    if (strcmp(key, "raw_allow") == 0)   /* checked against the url by ep_request_validate */
+        return set_str(&rq->raw_allow, value, 512, err, errlen);
     if (strncmp(key, "map.", 4) == 0) {
         struct tpl_map m;
         size_t i;
@@ -325,8 +412,10 @@ void ep_request_each(const struct ep_def *d, void (*fn)(void *ctx, const char *k
         fn(ctx, "macro_style", styles[rq->macro_style]);
     if (rq->on_missing_fail)
         fn(ctx, "on_missing", "fail");
-    if (rq->sign_none)
-        fn(ctx, "sign", "none");
+    if (rq->sign)
+        fn(ctx, "sign", signs[rq->sign]);
+    if (rq->signature_header)
+        fn(ctx, "signature_header", rq->signature_header);
     if (rq->success_status)
         fn(ctx, "success_status", rq->success_status);
     if (rq->success_body)
@@ -335,6 +424,12 @@ void ep_request_each(const struct ep_def *d, void (*fn)(void *ctx, const char *k
         fn(ctx, "mask_params", rq->mask_params);
     if (rq->ordering_key)
         fn(ctx, "ordering_key", rq->ordering_key);
+    if (rq->filter)
+        fn(ctx, "filter", rq->filter);
+    if (rq->delay)
+        fn(ctx, "delay", rq->delay);
+    if (rq->raw_allow)
+        fn(ctx, "raw_allow", rq->raw_allow);
     for (i = 0; i < rq->nmaps; i++) {
         snprintf(key, sizeof key, "map.%s", rq->map_name[i]);
         fn(ctx, key, rq->map_spec[i]);
@@ -385,6 +480,26 @@ int ep_def_set(struct ep_def *d, const char *key, const char *value, char *err, 
         free(copy);
         return -1;
     }
+    if (strcmp(key, "token") == 0) {
+        size_t i, n = strlen(value);
+        char *t;
+        if (n == 0 || n > EP_TOKEN_MAX) {
+            snprintf(err, errlen, "must be 1-%d bytes", EP_TOKEN_MAX);
+            return -1;
+        }
+        for (i = 0; i < n; i++)
+            if ((unsigned char)value[i] < 0x20 || value[i] == 0x7f) {
+                snprintf(err, errlen, "holds a control character at position %zu", i + 1);
+                return -1;
+            }
+        if (!(t = strdup(value)))
+            goto oom;
+        if (d->token)
+            explicit_bzero(d->token, strlen(d->token));
+        free(d->token);
+        d->token = t;
+        return 0;
+    }
     if (strcmp(key, "header") == 0) {
         if (d->nheaders >= ENDPOINT_MAX_HEADERS) {
             snprintf(err, errlen, "too many headers (max %d)", ENDPOINT_MAX_HEADERS);
@@ -410,6 +525,7 @@ int ep_def_set(struct ep_def *d, const char *key, const char *value, char *err, 
             snprintf(err, errlen, "not a valid boolean (yes/no)");
             return -1;
         }
+        d->paused_given = 1;
         return 0;
     }
     if ((r = request_set(&d->rq, key, value, err, errlen)) <= 0)
@@ -435,6 +551,16 @@ static int ep_request_validate(const struct ep_def *d, char *err, size_t errlen)
     }
     /* the shape of the URL with every macro filled in */
     rc = tpl_skeleton(&t, "x", &sk) < 0 ? -1 : netpolicy_url_check(sk.p, why, sizeof why);
+    if (rc == 0 && tpl_keyed(&t) && !d->token) {
+        snprintf(why, sizeof why, "an hmac_ macro is keyed by the endpoint's token: set token");
+        rc = -1;
+    }
+    if (rc == 0 && tpl_raw_allow_check(&t, rq->raw_allow, why, sizeof why) < 0) {
+        tpl_free(&t);
+        buf_free(&sk);
+        snprintf(err, errlen, "raw_allow: %s", why);
+        return -1;
+    }
     tpl_free(&t);
     buf_free(&sk);
     if (rc < 0) {
@@ -452,6 +578,14 @@ static int ep_request_validate(const struct ep_def *d, char *err, size_t errlen)
             snprintf(err, errlen, "ordering_key: holds no macro, so every message would share one key");
             return -1;
         }
+    }
+    if (rq->signature_header && rq->sign != EP_SIGN_HUB) {
+        snprintf(err, errlen, "signature_header: names the header of sign = hub only");
+        return -1;
+    }
+    if (rq->sign == EP_SIGN_HUB && d->nsecrets == 0) {
+        snprintf(err, errlen, "sign: hub signs with the endpoint's secret: set secret (or sign = none)");
+        return -1;
     }
     if (rq->method == EP_GET && (rq->body == EP_BODY_JSON || rq->body == EP_BODY_FORM)) {
         snprintf(err, errlen, "body: a GET request carries no body (body = none, or method = POST/PUT)");
@@ -477,6 +611,31 @@ int ep_def_validate(const struct ep_def *d, char *err, size_t errlen)
     return ep_request_validate(d, err, errlen);
 }
 
+/* A pattern with '*' (any run of characters, dots too): "order.*",
+ * "*.created", "order.*.v2". Iterative, with one backtrack point. */
+static int type_glob(const char *pat, size_t pl, const char *s)
+{
+    size_t pi = 0, si = 0, star = (size_t)-1, mark = 0, sl = strlen(s);
+
+    while (si < sl) {
+        if (pi < pl && pat[pi] == '*') {
+            star = pi++;
+            mark = si;
+        } else if (pi < pl && pat[pi] == s[si]) {
+            pi++;
+            si++;
+        } else if (star != (size_t)-1) {
+            pi = star + 1;
+            si = ++mark;
+        } else {
+            return 0;
+        }
+    }
+    while (pi < pl && pat[pi] == '*')
+        pi++;
+    return pi == pl;
+}
+
 int ep_def_wants(const struct ep_def *d, const char *type)
 {
     const char *p = d->event_types;
@@ -487,7 +646,8 @@ int ep_def_wants(const struct ep_def *d, const char *type)
     while (*p) {
         const char *e = strchr(p, ',');
         size_t l = e ? (size_t)(e - p) : strlen(p);
-        if ((l == 1 && *p == '*') || (l == tl && memcmp(p, type, l) == 0))
+        if ((l == 1 && *p == '*') || (l == tl && memcmp(p, type, l) == 0) ||
+            (memchr(p, '*', l) && type_glob(p, l, type)))
             return 1;
         if (!e)
             break;

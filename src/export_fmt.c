@@ -77,7 +77,7 @@ int xf_endpoint(const struct ep_def *d, int from_config, struct buf *out)
 int xf_endpoint_sealed(const struct ep_def *d, int from_config, const struct seal_key *key, struct buf *out)
 {
     cJSON *o = cJSON_CreateObject();
-    char *secrets = ep_json_strings(d->secrets, d->nsecrets), *headers = ep_json_strings(d->headers, d->nheaders);
+    char *secrets = ep_json_secrets(d), *headers = ep_json_strings(d->headers, d->nheaders);
     char *settings = ep_json_overrides(d);
     int rc = -1;
 

@@ -1,6 +1,9 @@
 /* intake.c - enqueue requests into queue rows. */
 #include "intake.h"
+#include "counters.h"
 #include "dispatch.h"
+#include "filter.h"
+#include "schedule.h"
 #include "tpl.h"
 #include "util.h"
 
@@ -33,7 +36,7 @@ static int64_t ordering_key(struct rows *rw, const struct ep_conf *c, const stru
     v.endpoint = c->def.name;
     v.missing_fail = 1;
     r = tpl_expand(&c->order_tpl, &v, &k, NULL, why, sizeof why);
-    if (r == TPL_MISSING || r == TPL_BAD_VALUE || (r == TPL_OK && k.len == 0)) {
+    if (r == TPL_MISSING || r == TPL_BAD_VALUE || r == TPL_UNSAFE || (r == TPL_OK && k.len == 0)) {
         off = 0;
     } else if (r == TPL_OK) {
         off = (int64_t)rw->keys.len + 1;
@@ -44,7 +47,7 @@ static int64_t ordering_key(struct rows *rw, const struct ep_conf *c, const stru
     return off;
 }
 
-static int rows_add(struct rows *rw, struct endpoint *e, const struct req *q, int claim)
+static int rows_add(struct rows *rw, struct endpoint *e, const struct req *q, int claim, int64_t due)
 {
     int64_t key = 0;
 
@@ -72,6 +75,7 @@ static int rows_add(struct rows *rw, struct endpoint *e, const struct req *q, in
     rw->v[rw->n].payload_len = q->p.payload_len;
     rw->v[rw->n].max_attempts = (int)e->conf->eff.max_attempts;
     rw->v[rw->n].claim = claim;
+    rw->v[rw->n].due_at = due;
     rw->ep[rw->n] = e;
     rw->n++;
     return 0;
@@ -82,26 +86,56 @@ static int rows_add(struct rows *rw, struct endpoint *e, const struct req *q, in
 static int add_row(struct registry *r, struct rows *rw, struct endpoint *e, const struct req *q, int64_t now,
                    int64_t mono)
 {
+    int64_t due = 0, at;
+    char why[120];
+    int claim;
+
+    /* a delayed row waits as a retry does, for its next_attempt_at (the
+     * request's own time was checked against the bound before; an
+     * endpoint's delay is within it) */
+    if (sched_due(now, q->p.delay_ms, q->p.deliver_at_ms, e->conf->delay_ms, &due, why, sizeof why) < 0)
+        due = 0;
+    at = due ? due : now;
     /* an ordered endpoint's rows wait for the claim, which knows what
      * is still undelivered before them */
-    int claim = !e->conf->order_tpl.nmacros && dispatch_admit_one(r, e, now, mono);
-
-    if (!claim && e->next_due > now) {
+    claim = !due && !e->conf->order_tpl.nmacros && dispatch_admit_one(r, e, now, mono);
+    if (!claim && e->next_due > at) {
         registry_touch(r, e);
-        e->next_due = now;
+        e->next_due = at;
     }
-    if (rows_add(rw, e, q, claim) == 0)
+    if (rows_add(rw, e, q, claim, due) == 0)
         return 0;
     if (claim)
         dispatch_unadmit_one(r, e);
     return -1;
 }
 
-/* The rows of one request: 1 answered at once (error reply), 0 rows
- * added, -1 out of memory. */
-static int request_rows(struct registry *r, struct req *q, struct rows *rw, int64_t now, int64_t mono)
+/* Does e's filter keep this message out? 1 yes (counted), 0 no, -1 out
+ * of memory. An endpoint without a filter costs this one test. */
+static int filtered_out(struct endpoint *e, const struct req *q)
+{
+    int m;
+
+    if (!e->conf->filter)
+        return 0;
+    if ((m = filter_match(e->conf->filter, q->p.payload, q->p.payload_len)) < 0)
+        return -1;
+    if (m)
+        return 0;
+    counters_filtered(e->id);
+    return 1;
+}
+
+/* The rows of one request: 1 answered at once (error reply, or a direct
+ * enqueue its endpoint's filter kept out), 0 rows added (*nfilt: how
+ * many subscribers' filters kept it out), -1 out of memory. */
+static int request_rows(struct registry *r, struct req *q, struct rows *rw, int64_t now, int64_t mono,
+                        size_t *nfilt)
 {
     size_t i, hits = 0;
+    int64_t due;
+    char why[120];
+    int f;
 
     if (!q->p.event_id) {
         char gen[64];
@@ -109,10 +143,25 @@ static int request_rows(struct registry *r, struct req *q, struct rows *rw, int6
         if (!(q->p.event_id = strdup(gen)))
             return -1;
     }
+    if (sched_due(now, q->p.delay_ms, q->p.deliver_at_ms, 0, &due, why, sizeof why) < 0) {
+        req_error(q, PERR_BAD_REQUEST, "%s", why);
+        return 1;
+    }
     if (q->p.endpoint) {
         struct endpoint *e = registry_by_name(r, q->p.endpoint);
         if (!e) {
             req_error(q, PERR_UNKNOWN_ENDPOINT, "no endpoint named '%s'", q->p.endpoint);
+            return 1;
+        }
+        if ((f = filtered_out(e, q)) != 0) {
+            if (f < 0)
+                return -1;
+            buf_reset(&q->reply);
+            buf_puts(&q->reply, "{\"ok\":true,\"filtered\":true,\"event_id\":");
+            buf_json_str(&q->reply, q->p.event_id);
+            buf_puts(&q->reply, "}\n");
+            if (q->reply.failed)
+                req_error(q, PERR_INTERNAL, "out of memory");
             return 1;
         }
         return add_row(r, rw, e, q, now, mono);
@@ -121,18 +170,24 @@ static int request_rows(struct registry *r, struct req *q, struct rows *rw, int6
      * (an application may still address it by name) */
     for (i = 0; i < r->n; i++)
         if (!r->v[i]->is_ops && ep_def_wants(&r->v[i]->conf->def, q->p.event_type)) {
+            if ((f = filtered_out(r->v[i], q)) != 0) {
+                if (f < 0)
+                    return -1;
+                (*nfilt)++;
+                continue;
+            }
             if (add_row(r, rw, r->v[i], q, now, mono) < 0)
                 return -1;
             hits++;
         }
-    if (!hits) {
+    if (!hits && !*nfilt) {
         req_error(q, PERR_NO_SUBSCRIBERS, "no endpoint subscribes to event type '%s'", q->p.event_type);
         return 1;
     }
     return 0;
 }
 
-static void reply(struct req *q, const struct store_enqueue *v, struct endpoint *const *ep, size_t n)
+static void reply(struct req *q, const struct store_enqueue *v, struct endpoint *const *ep, size_t n, size_t nfilt)
 {
     struct buf *b = &q->reply;
     size_t i;
@@ -141,7 +196,10 @@ static void reply(struct req *q, const struct store_enqueue *v, struct endpoint 
     if (q->p.endpoint) {
         buf_printf(b, "{\"ok\":true,\"id\":%lld,\"event_id\":", (long long)v[0].id);
         buf_json_str(b, q->p.event_id);
-        buf_printf(b, ",\"duplicate\":%s}\n", v[0].duplicate ? "true" : "false");
+        buf_printf(b, ",\"duplicate\":%s", v[0].duplicate ? "true" : "false");
+        if (v[0].due_at && !v[0].duplicate)
+            buf_printf(b, ",\"deliver_at\":%lld", (long long)v[0].due_at);
+        buf_puts(b, "}\n");
     } else {
         buf_puts(b, "{\"ok\":true,\"event_id\":");
         buf_json_str(b, q->p.event_id);
@@ -151,7 +209,10 @@ static void reply(struct req *q, const struct store_enqueue *v, struct endpoint 
             buf_json_str(b, ep[i]->conf->def.name);
             buf_printf(b, ",\"id\":%lld,\"duplicate\":%s}", (long long)v[i].id, v[i].duplicate ? "true" : "false");
         }
-        buf_puts(b, "]}\n");
+        buf_puts(b, "]");
+        if (nfilt)
+            buf_printf(b, ",\"filtered\":%zu", nfilt);
+        buf_puts(b, "}\n");
     }
     if (b->failed)
         req_error(q, PERR_INTERNAL, "out of memory");
@@ -197,18 +258,19 @@ int intake_batch(struct registry *r, struct store *st, struct req **batch, struc
 {
     struct rows rw = {0};
     struct req **pp = batch, *q;
-    size_t *first = NULL, k, nreq = 0;
+    size_t *first = NULL, *nfilt = NULL, k, nreq = 0;
     int rc = -1;
 
     for (q = *batch; q; q = q->next)
         nreq++;
-    if (nreq && !(first = malloc((nreq + 1) * sizeof *first)))
+    if (nreq && (!(first = malloc((nreq + 1) * sizeof *first)) || !(nfilt = calloc(nreq, sizeof *nfilt))))
         goto oom;
     k = 0;
     while ((q = *pp)) {
         int one;
         first[k] = rw.n;
-        one = request_rows(r, q, &rw, now, now_mono);
+        nfilt[k] = 0;
+        one = request_rows(r, q, &rw, now, now_mono, &nfilt[k]);
         if (one < 0)
             goto oom;
         if (one > 0) {  /* answered: out of the batch */
@@ -231,7 +293,7 @@ int intake_batch(struct registry *r, struct store *st, struct req **batch, struc
     if (claimed_jobs(r, &rw, jobs, now) < 0)
         goto oom;
     for (q = *batch, k = 0; q; q = q->next, k++)
-        reply(q, rw.v + first[k], rw.ep + first[k], first[k + 1] - first[k]);
+        reply(q, rw.v + first[k], rw.ep + first[k], first[k + 1] - first[k], nfilt[k]);
     rc = 0;
     goto out;
 oom:
@@ -241,5 +303,6 @@ out:
     free(rw.ep);
     buf_free(&rw.keys);
     free(first);
+    free(nfilt);
     return rc;
 }

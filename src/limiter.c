@@ -39,6 +39,14 @@ void limiter_set_cap(struct limiter *l, int cap, int fixed)
     l->limit = fixed ? l->cap : clamp(l, l->limit);
 }
 
+void limiter_restore(struct limiter *l, int limit)
+{
+    if (l->fixed || limit < 1)
+        return;
+    l->limit = clamp(l, limit);
+    l->slow_start = l->limit <= 1;
+}
+
 int limiter_current(const struct limiter *l)
 {
     return (int)l->limit;

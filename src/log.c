@@ -1,5 +1,6 @@
 /* log.c - key=value lines on stderr, one write(2) per event. */
 #include "log.h"
+#include "esc.h"
 #include "util.h"
 
 #include <stdarg.h>
@@ -66,25 +67,15 @@ void log_event(enum log_level l, const char *event, const char *fmt, ...)
 
 const char *log_q(const char *s, char *out, size_t n)
 {
-    size_t o = 0;
+    size_t o;
 
     if (n < 3) {
         if (n)
             out[0] = '\0';
         return out;
     }
-    out[o++] = '"';
-    for (; s && *s && o + 3 < n; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            out[o++] = '\\';
-            out[o++] = (char)c;
-        } else if (c < 0x20 || c == 0x7f) {
-            out[o++] = '?';
-        } else {
-            out[o++] = (char)c;
-        }
-    }
+    out[0] = '"';
+    o = 1 + esc_str(out + 1, n - 2, s, ESC_QUOTED);
     out[o++] = '"';
     out[o] = '\0';
     return out;

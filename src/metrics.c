@@ -129,6 +129,16 @@ static int render_endpoints(const struct metrics_snapshot *m, struct buf *b)
             buf_printf(b, "\"} %" PRId64 "\n", m->eps[i].h.sample_count) < 0)
             return -1;
     }
+    if (family(b, "hookd_endpoint_filtered_total", "counter",
+               "Messages the endpoint's filter kept out since start (absent until the first).") < 0)
+        return -1;
+    for (i = 0; m->filtered && i < m->neps; i++) {
+        if (!m->filtered[i])
+            continue;
+        if (buf_puts(b, "hookd_endpoint_filtered_total{endpoint=\"") < 0 ||
+            metrics_label_escape(b, m->eps[i].name) < 0 || buf_printf(b, "\"} %" PRIu64 "\n", m->filtered[i]) < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -174,6 +184,8 @@ int metrics_render(const struct metrics_snapshot *m, struct buf *b)
         if (buf_printf(b, "hookd_queue_messages{status=\"%s\"} %" PRId64 "\n", msg_status_name((enum msg_status)i),
                        m->queue[i]) < 0)
             goto fail;
+    if (buf_printf(b, "hookd_queue_messages{status=\"scheduled\"} %" PRId64 "\n", m->scheduled) < 0)
+        goto fail;
     if (family(b, "hookd_dead_letters", "gauge", "Messages in the dead letter queue.") < 0 ||
         buf_printf(b, "hookd_dead_letters %" PRId64 "\n", m->queue[MSG_DEAD_LETTER]) < 0)
         goto fail;

@@ -19,36 +19,61 @@ struct np_range {
     const char *name;
 };
 
-/* Order matters only where ranges nest (broadcast inside reserved). */
+/* The IANA IPv4 and IPv6 Special-Purpose Address Registries, whole,
+ * and multicast: no webhook receiver lives in any of them, including the
+ * blocks the registry calls globally reachable (anycast services such as
+ * AS112, AMT, PCP and TURN). Where ranges nest the more specific comes
+ * first, so its name is the one reported. */
 static const struct np_range np_v4_blocks[] = {
     { { 0 },                 8, "this-network" },   /* 0.0.0.0/8 */
     { { 10 },                8, "private" },        /* 10.0.0.0/8 */
-    { { 100, 64 },          10, "cgnat" },          /* 100.64.0.0/10 */
+    { { 100, 64 },          10, "cgnat" },          /* 100.64.0.0/10 shared address space */
     { { 127 },               8, "loopback" },       /* 127.0.0.0/8 */
     { { 169, 254 },         16, "link-local" },     /* 169.254.0.0/16 */
     { { 172, 16 },          12, "private" },        /* 172.16.0.0/12 */
-    { { 192, 0, 0 },        24, "ietf-protocol" },  /* 192.0.0.0/24 */
+    /* 192.0.0.0/24 and within it DS-Lite /29, the dummy address, PCP and
+     * TURN anycast, NAT64/DNS64 discovery */
+    { { 192, 0, 0 },        24, "ietf-protocol" },
     { { 192, 0, 2 },        24, "documentation" },  /* TEST-NET-1 */
-    { { 192, 88, 99 },      24, "6to4-relay" },     /* 192.88.99.0/24 */
+    { { 192, 31, 196 },     24, "as112" },          /* 192.31.196.0/24 AS112-v4 */
+    { { 192, 52, 193 },     24, "amt" },            /* 192.52.193.0/24 AMT */
+    { { 192, 88, 99 },      24, "6to4-relay" },     /* 192.88.99.0/24 (deprecated) */
     { { 192, 168 },         16, "private" },        /* 192.168.0.0/16 */
+    { { 192, 175, 48 },     24, "as112" },          /* 192.175.48.0/24 direct delegation AS112 */
     { { 198, 18 },          15, "benchmarking" },   /* 198.18.0.0/15 */
     { { 198, 51, 100 },     24, "documentation" },  /* TEST-NET-2 */
     { { 203, 0, 113 },      24, "documentation" },  /* TEST-NET-3 */
     { { 224 },               4, "multicast" },      /* 224.0.0.0/4 */
-    { { 255, 255, 255, 255 }, 32, "broadcast" },
+    { { 255, 255, 255, 255 }, 32, "broadcast" },    /* inside 240/4 */
     { { 240 },               4, "reserved" },       /* 240.0.0.0/4 */
 };
 
+/* ::/128, ::1/128 and the forms with an IPv4 address inside
+ * (::ffff:0:0/96, ::/96, 64:ff9b::/96, 2002::/16) are judged in
+ * np_v6_block; after this table, anything outside 2000::/3 (the only
+ * space IANA allocates for global unicast) is refused as reserved. */
 static const struct np_range np_v6_blocks[] = {
+    { { 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01 }, 48, "nat64-local" },   /* 64:ff9b:1::/48 local-use NAT64 */
+    { { 0x01, 0x00 },       64, "discard" },        /* 100::/64 */
+    { { 0x01, 0x00, 0, 0, 0, 0, 0, 0x01 }, 64, "dummy" },            /* 100:0:0:1::/64 */
+    { { 0x20, 0x01, 0x00, 0x00 }, 32, "teredo" },    /* 2001::/32; hides an obfuscated IPv4 address */
+    { { 0x20, 0x01, 0x00, 0x02, 0x00, 0x00 }, 48, "benchmarking" },  /* 2001:2::/48 */
+    { { 0x20, 0x01, 0x00, 0x03 }, 32, "amt" },       /* 2001:3::/32 */
+    { { 0x20, 0x01, 0x00, 0x04, 0x01, 0x12 }, 48, "as112" },         /* 2001:4:112::/48 */
+    { { 0x20, 0x01, 0x00, 0x10 }, 28, "orchid" },    /* 2001:10::/28 (deprecated) */
+    { { 0x20, 0x01, 0x00, 0x20 }, 28, "orchid" },    /* 2001:20::/28 ORCHIDv2 */
+    { { 0x20, 0x01, 0x00, 0x30 }, 28, "drone-det" }, /* 2001:30::/28 */
+    /* the rest of 2001::/23: PCP, TURN and DNS-SD SRP anycast
+     * (2001:1::1-3), and what the IETF assigns next */
+    { { 0x20, 0x01 },       23, "ietf-protocol" },
+    { { 0x20, 0x01, 0x0d, 0xb8 }, 32, "documentation" }, /* 2001:db8::/32 */
+    { { 0x26, 0x20, 0x00, 0x4f, 0x80, 0x00 }, 48, "as112" },         /* 2620:4f:8000::/48 */
+    { { 0x3f, 0xff },       20, "documentation" },  /* 3fff::/20 */
+    { { 0x5f, 0x00 },       16, "srv6-sid" },       /* 5f00::/16 segment routing SIDs */
     { { 0xfc },              7, "unique-local" },   /* fc00::/7 */
     { { 0xfe, 0x80 },       10, "link-local" },     /* fe80::/10 */
-    { { 0xfe, 0xc0 },       10, "site-local" },     /* fec0::/10 */
+    { { 0xfe, 0xc0 },       10, "site-local" },     /* fec0::/10 (deprecated) */
     { { 0xff },              8, "multicast" },      /* ff00::/8 */
-    { { 0x20, 0x01, 0x0d, 0xb8 }, 32, "documentation" }, /* 2001:db8::/32 */
-    { { 0x01, 0x00 },       64, "discard" },        /* 100::/64 */
-    /* Teredo, benchmarking, ORCHID and friends; Teredo hides an
-     * obfuscated IPv4 address, so the whole block is refused. */
-    { { 0x20, 0x01 },       23, "ietf-special" },   /* 2001::/23 */
 };
 
 static const unsigned char np_v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
@@ -96,6 +121,8 @@ static int np_is_zero(const unsigned char *p, size_t n)
  * end up talking to: judge that address instead. */
 static const char *np_v6_block(const unsigned char a[16])
 {
+    const char *name;
+
     if (np_is_zero(a, 15) && a[15] <= 1)  /* ::/128, ::1/128 */
         return a[15] ? "loopback" : "unspecified";
     if (memcmp(a, np_v4mapped, 12) == 0)   /* ::ffff:0:0/96 */
@@ -106,7 +133,9 @@ static const char *np_v6_block(const unsigned char a[16])
         return np_v4_block(a + 12);
     if (a[0] == 0x20 && a[1] == 0x02)      /* 2002::/16 6to4 */
         return np_v4_block(a + 2);
-    return np_table_lookup(np_v6_blocks, sizeof(np_v6_blocks) / sizeof(np_v6_blocks[0]), a);
+    if ((name = np_table_lookup(np_v6_blocks, sizeof(np_v6_blocks) / sizeof(np_v6_blocks[0]), a)))
+        return name;
+    return (a[0] & 0xe0) == 0x20 ? NULL : "reserved";   /* outside 2000::/3 */
 }
 
 /* curl passes the address inside its own buffers; read it with memcpy so

@@ -14,6 +14,7 @@ enum outcome outcome_classify(int http_status, enum errclass errc)
             /* The policy will refuse the same address next time too. */
         case ERRC_TEMPLATE_MISSING:
         case ERRC_TEMPLATE:
+        case ERRC_TEMPLATE_UNSAFE:
             /* The payload will not change: retrying cannot fix it. */
             return OUTCOME_DEAD;
         case ERRC_DNS:
@@ -204,6 +205,7 @@ const char *errclass_name(enum errclass e)
     case ERRC_BODY_MISMATCH: return "body_mismatch";
     case ERRC_TEMPLATE_MISSING: return "template_missing";
     case ERRC_TEMPLATE: return "template_error";
+    case ERRC_TEMPLATE_UNSAFE: return "template_unsafe";
     }
     return "unknown";
 }

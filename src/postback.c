@@ -2,6 +2,7 @@
 #include "postback.h"
 #include "netpolicy.h"
 #include "tpl.h"
+#include "urlmask.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,9 @@ void postback_req_free(struct postback_req *rq)
     buf_free(&rq->url);
     buf_free(&rq->shown);
     buf_free(&rq->body);
+    if (rq->hidden.p)
+        explicit_bzero(rq->hidden.p, rq->hidden.cap);
+    buf_free(&rq->hidden);
 }
 
 int postback_build(const struct ep_conf *e, const struct postback_msg *m, struct postback_req *rq,
@@ -25,23 +29,29 @@ int postback_build(const struct ep_conf *e, const struct postback_msg *m, struct
     buf_reset(&rq->url);
     buf_reset(&rq->shown);
     buf_reset(&rq->body);
+    if (rq->hidden.p)
+        explicit_bzero(rq->hidden.p, rq->hidden.cap);
+    buf_reset(&rq->hidden);
     v.payload = m->payload;
     v.payload_len = m->payload_len;
     v.event_id = m->event_id;
     v.event_type = m->event_type;
     v.endpoint = e->def.name;
     v.secret = e->def.nsecrets ? e->def.secrets[0] : NULL;
+    v.token = e->def.token;
     v.attempt = m->attempt;
     v.timestamp = m->ts;
     v.maps = e->maps;
     v.nmaps = e->nmaps;
     v.missing_fail = def->on_missing_fail;
     v.encode = 1;
+    v.raw_allow = def->raw_allow;
+    v.hidden = &rq->hidden;
     r = tpl_expand(&e->url_tpl, &v, &rq->url, &masked, why, whylen);
     if (r == TPL_OK && e->body == EP_BODY_FORM)
         r = tpl_form(&v, &rq->body, why, whylen);
     if (r == TPL_OK &&
-        tpl_mask_query(masked.p, def->mask_params ? def->mask_params : EP_MASK_DEFAULT, &rq->shown) < 0)
+        urlmask_url(masked.p, def->mask_params, &rq->shown) < 0)
         r = -1;
     buf_free(&masked);
     if (r == TPL_OK && e->url_tpl.nmacros) {
@@ -73,11 +83,64 @@ int postback_build(const struct ep_conf *e, const struct postback_msg *m, struct
     case TPL_BAD_VALUE:
         *errc = ERRC_TEMPLATE;
         return -1;
+    case TPL_UNSAFE:
+        *errc = ERRC_TEMPLATE_UNSAFE;
+        return -1;
     default:
         *errc = ERRC_INTERNAL;
         snprintf(why, whylen, "out of memory");
         return -1;
     }
+}
+
+/* Every occurrence of what (when not empty) in s replaced by TPL_MASK. */
+static void mask_value(struct buf *out, const char *s, const char *what)
+{
+    size_t wl = what ? strlen(what) : 0;
+    const char *hit;
+
+    while (wl && (hit = strstr(s, what))) {
+        buf_append(out, s, (size_t)(hit - s));
+        buf_puts(out, TPL_MASK);
+        s = hit + wl;
+    }
+    buf_puts(out, s);
+}
+
+char *postback_effective_shown(const struct ep_conf *e, const struct buf *hidden, const char *sent,
+                               const char *effective)
+{
+    const char *secret = e->def.nsecrets ? e->def.secrets[0] : NULL;
+    struct buf enc = {0}, a = {0}, b = {0}, shown = {0};
+    size_t off;
+    int failed = 0;
+
+    if (!effective || !sent || strcmp(sent, effective) == 0)
+        return NULL;
+    /* {secret} went out percent-encoded, or as it is with |raw */
+    if (secret)
+        tpl_pct_encode(&enc, secret, strlen(secret));
+    mask_value(&a, effective, enc.p);
+    mask_value(&b, a.p ? a.p : "", secret);
+    /* and every other value the shown form masks ({token}, digests) */
+    failed = a.failed || b.failed;
+    for (off = 0; hidden && off < hidden->len; off += strlen(hidden->p + off) + 1) {
+        buf_reset(&a);
+        mask_value(&a, b.p ? b.p : "", hidden->p + off);
+        failed |= a.failed;
+        buf_reset(&b);
+        buf_puts(&b, a.p ? a.p : "");
+        failed |= b.failed;
+    }
+    urlmask_url(b.p ? b.p : "", e->def.rq.mask_params, &shown);
+    buf_free(&enc);
+    buf_free(&a);
+    buf_free(&b);
+    if (shown.failed || enc.failed || failed) {
+        buf_free(&shown);
+        return NULL;
+    }
+    return shown.p;
 }
 
 /* The length of the longest prefix of s[0..n) that does not end inside
@@ -101,34 +164,13 @@ static size_t whole_chars(const char *s, size_t n)
 
 char *postback_excerpt(const char *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
     struct buf b = {0};
-    size_t i;
-    int utf8;
 
     if (n == 0)
         return NULL;
     if (n > POSTBACK_EXCERPT)
         n = whole_chars(s, POSTBACK_EXCERPT);
-    utf8 = util_utf8_valid(s, n);
-    for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '\n')
-            buf_puts(&b, "\\n");
-        else if (c == '\r')
-            buf_puts(&b, "\\r");
-        else if (c == '\t')
-            buf_puts(&b, "\\t");
-        else if (c == '\\')
-            buf_puts(&b, "\\\\");
-        else if (c < 0x20 || c == 0x7f || (c >= 0x80 && !utf8)) {
-            char e[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
-            buf_append(&b, e, 4);
-        } else {
-            buf_append(&b, s + i, 1);
-        }
-    }
-    if (b.failed) {
+    if (buf_esc(&b, s, n, ESC_TEXT) < 0 || !b.p) {
         buf_free(&b);
         return NULL;
     }

@@ -1,6 +1,8 @@
 /* proto.c - request parsing and validation, reply framing. Pure. */
 #include "proto.h"
 #include "msgsel.h"
+#include "jscan.h"
+#include "schedule.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -20,7 +22,7 @@ static const struct {
     const char *fields;
 } ops[] = {
     {"ping", OP_PING, 0, ""},
-    {"enqueue", OP_ENQUEUE, 0, "endpoint event_id event_type payload"},
+    {"enqueue", OP_ENQUEUE, 0, "endpoint event_id event_type payload delay deliver_at"},
     {"get", OP_GET, 0, "id event_id endpoint"},
     {"stats", OP_STATS, 0, ""},
     {"endpoint.list", OP_ENDPOINT_LIST, 0, ""},
@@ -185,40 +187,52 @@ int proto_find_member(const char *json, size_t len, const char *key, const char 
     return 0;
 }
 
-static int escaped_fn(void *ctx, const char *k, size_t klen, const char *v, size_t vlen)
+/* FNV-1a: the names are short and few; a hash collision costs one memcmp */
+static uint64_t name_hash(const char *p, size_t n)
 {
-    (void)ctx;
-    (void)v;
-    (void)vlen;
-    return memchr(k, '\\', klen) != NULL;
-}
+    uint64_t h = 14695981039346656037ULL;
 
-/* Does any top-level member name contain a backslash escape? */
-static int escaped_member_name(const char *json, size_t len)
-{
-    return each_member(json, len, escaped_fn, NULL);
-}
-
-/* Is there a "\u0000" escape in the line outside [skip, skip + skipn)?
- * cJSON cuts a C string there: "evt\u0000a" and "evt\u0000b" would be
- * one event id, "endpoint.list\u0000x" the op endpoint.list, a URL would
- * lose its tail. Only the payload keeps its bytes as written, so only
- * there is the escape harmless. */
-static int nul_escape_outside(const char *line, size_t len, const char *skip, size_t skipn)
-{
-    size_t i, bs;
-
-    for (i = 0; i + 6 <= len; i++) {
-        if (line[i] != '\\' || line[i + 1] != 'u' || memcmp(line + i + 2, "0000", 4) != 0)
-            continue;
-        if (skip && line + i >= skip && line + i < skip + skipn)
-            continue;
-        for (bs = 0; bs < i && line[i - 1 - bs] == '\\'; bs++)
-            ;
-        if (bs % 2 == 0)
-            return 1;
+    while (n--) {
+        h ^= (unsigned char)*p++;
+        h *= 1099511628211ULL;
     }
-    return 0;
+    return h;
+}
+
+int proto_first_repeat(const struct proto_name *v, size_t n)
+{
+    struct slot {
+        uint64_t h;
+        size_t i;   /* index + 1; 0 empty */
+    } small[2 * PROTO_MAX_MEMBERS], *t = small;
+    size_t cap = 2 * PROTO_MAX_MEMBERS, i, k;
+    int rc = -1;
+
+    while (cap < 2 * n)
+        cap *= 2;
+    if (cap > 2 * PROTO_MAX_MEMBERS && !(t = calloc(cap, sizeof *t)))
+        return -2;
+    if (t == small)
+        memset(small, 0, sizeof small);
+    for (i = 0; i < n && rc == -1; i++) {
+        uint64_t h = name_hash(v[i].p, v[i].len);
+        for (k = (size_t)h & (cap - 1);; k = (k + 1) & (cap - 1)) {
+            const struct proto_name *o;
+            if (!t[k].i) {
+                t[k].h = h;
+                t[k].i = i + 1;
+                break;
+            }
+            o = &v[t[k].i - 1];
+            if (t[k].h == h && o->len == v[i].len && memcmp(o->p, v[i].p, o->len) == 0) {
+                rc = (int)i;
+                break;
+            }
+        }
+    }
+    if (t != small)
+        free(t);
+    return rc;
 }
 
 /* Optional string member: 0 absent, 1 present (copied), -1 wrong type. */
@@ -306,13 +320,12 @@ static int printable_id(const char *s)
     return 1;
 }
 
-static int parse_enqueue(const char *line, size_t len, const cJSON *o,
+/* raw, rawlen: the payload's text as written (the scan's) */
+static int parse_enqueue(const char *raw, size_t rawlen, const cJSON *o,
                          const struct proto_limits *lim, struct proto_req *r,
                          struct proto_err *err)
 {
     const cJSON *pl = cJSON_GetObjectItemCaseSensitive(o, "payload");
-    const char *raw;
-    size_t rawlen;
     char msg[160];
 
     if (get_str(o, "endpoint", &r->endpoint, 64, err) < 0 ||
@@ -325,14 +338,15 @@ static int parse_enqueue(const char *line, size_t len, const cJSON *o,
         return fail(err, PERR_BAD_REQUEST, "field 'event_id' must be printable ASCII without blanks");
     if (r->event_type && !printable_id(r->event_type))
         return fail(err, PERR_BAD_REQUEST, "field 'event_type' must be printable ASCII without blanks");
+    if (sched_members(o, &r->delay_ms, &r->deliver_at_ms, msg, sizeof msg) < 0)
+        return fail(err, PERR_BAD_REQUEST, msg);
     if (!pl)
         return fail(err, PERR_BAD_REQUEST, "enqueue needs 'payload'");
     if (!cJSON_IsObject(pl) && !cJSON_IsArray(pl))
         return fail(err, PERR_BAD_REQUEST, "field 'payload' must be a JSON object or array");
-    /* what is stored is the raw text of the first member spelled
-     * "payload"; cJSON decodes escapes in names, so check the raw text
-     * itself rather than trusting that both found the same member */
-    if (proto_find_member(line, len, "payload", &raw, &rawlen) < 0 || (raw[0] != '{' && raw[0] != '['))
+    /* what is stored is the raw text of the member spelled "payload";
+     * names with escapes are refused, so it is the member looked at */
+    if (!raw || (raw[0] != '{' && raw[0] != '['))
         return fail(err, PERR_BAD_REQUEST, "field 'payload' must be a JSON object or array, its name written without escapes");
     if (rawlen > lim->max_payload) {
         snprintf(msg, sizeof msg, "payload is %zu bytes, limit %zu", rawlen, lim->max_payload);
@@ -379,18 +393,76 @@ static int listed(const char *list, const char *name)
 
 /* Every top-level member once. A repeated member is as ambiguous as an
  * unknown one: which of two "endpoint" values did the client mean? */
-static int check_repeats(const cJSON *o, struct proto_err *err)
+static int check_repeats(const struct jscan_member *m, size_t n, struct proto_err *err)
 {
-    const cJSON *it, *prev;
+    struct proto_name names[PROTO_MAX_MEMBERS];
     char msg[sizeof err->message];
+    size_t i;
+    int k;
 
-    for (it = o->child; it; it = it->next)
-        for (prev = o->child; prev != it; prev = prev->next)
-            if (strcmp(prev->string, it->string) == 0) {
-                snprintf(msg, sizeof msg, "field '%.*s' appears more than once", clip64(it->string), it->string);
-                return fail(err, PERR_BAD_REQUEST, msg);
-            }
+    for (i = 0; i < n; i++) {
+        names[i].p = m[i].name;
+        names[i].len = m[i].name_len;
+    }
+    k = proto_first_repeat(names, n);
+    if (k == -2)
+        return fail(err, PERR_INTERNAL, "out of memory");
+    if (k >= 0) {
+        int shown = (int)(names[k].len < 64 ? names[k].len : 64);
+        while (shown > 0 && shown < (int)names[k].len && ((unsigned char)names[k].p[shown] & 0xc0) == 0x80)
+            shown--;
+        snprintf(msg, sizeof msg, "field '%.*s' appears more than once", shown, names[k].p);
+        return fail(err, PERR_BAD_REQUEST, msg);
+    }
     return 0;
+}
+
+/* The request as a cJSON object of its top-level members, but for the
+ * payload: what cJSON would build of it (one node per value, a slow path
+ * per escape) costs the event loop up to 150 ms for a line of max_line
+ * bytes, and the payload's bytes are kept as written anyway. The scan has
+ * checked its syntax; it stands here as an empty object or array (or
+ * false: not one of them). */
+static cJSON *members_object(const struct jscan_member *m, size_t n, const struct jscan_result *res,
+                             struct proto_err *err)
+{
+    cJSON *o = cJSON_CreateObject();
+    char small[128], *name;
+
+    if (!o) {
+        fail(err, PERR_INTERNAL, "out of memory");
+        return NULL;
+    }
+    size_t i;
+
+    for (i = 0; o && i < n; i++) {
+        cJSON *v;
+        if (m[i].value == res->skipped)
+            v = m[i].value[0] == '{' ? cJSON_CreateObject() : m[i].value[0] == '[' ? cJSON_CreateArray()
+                                                                                   : cJSON_CreateFalse();
+        else
+            v = cJSON_ParseWithLength(m[i].value, m[i].value_len);
+        name = m[i].name_len < sizeof small ? small : malloc(m[i].name_len + 1);
+        if (!v || !name) {
+            /* the scan is stricter than cJSON: only memory can fail here */
+            fail(err, PERR_INTERNAL, "out of memory");
+            cJSON_Delete(v);
+            cJSON_Delete(o);
+            o = NULL;
+        } else {
+            memcpy(name, m[i].name, m[i].name_len);
+            name[m[i].name_len] = '\0';
+            if (!cJSON_AddItemToObject(o, name, v)) {
+                fail(err, PERR_INTERNAL, "out of memory");
+                cJSON_Delete(v);
+                cJSON_Delete(o);
+                o = NULL;
+            }
+        }
+        if (name && name != small)
+            free(name);
+    }
+    return o;
 }
 
 /* Only the members the op lists (fields NULL: checked elsewhere). */
@@ -411,11 +483,13 @@ static int check_known(const cJSON *o, const char *opname, const char *fields, s
 int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
                 struct proto_req *r, struct proto_err *err)
 {
-    const char *end = NULL;
-    cJSON *o;
+    struct jscan_member m[PROTO_MAX_MEMBERS];
+    struct jscan_result res;
+    char why[sizeof err->message];
+    cJSON *o = NULL;
     const cJSON *opj;
     size_t i;
-    int rc = -1;
+    int rc = -1, sc;
 
     memset(r, 0, sizeof *r);
     err->code = NULL;
@@ -424,25 +498,41 @@ int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
         return fail(err, PERR_BAD_JSON, "request contains a NUL byte");
     if (!util_utf8_valid(line, len))
         return fail(err, PERR_BAD_JSON, "request is not valid UTF-8");
-    o = cJSON_ParseWithLengthOpts(line, len, &end, 0);
-    if (!o)
+    /* Everything up to the cJSON values is one pass over the line and
+     * then work bounded by the limits below, before the op or the
+     * caller's rights are known: a line may cost the event loop no more
+     * than that, whatever it holds. */
+    sc = jscan(line, len, "payload", m, PROTO_MAX_MEMBERS, &res);
+    if (sc == -1)
         return fail(err, PERR_BAD_JSON, "malformed JSON");
-    if (end && skip_ws(end, line + len) != line + len) {
-        fail(err, PERR_BAD_JSON, "trailing data after the JSON object");
-        goto out;
+    if (sc == -2)
+        return fail(err, PERR_BAD_JSON, "trailing data after the JSON object");
+    if (!res.is_object)
+        return fail(err, PERR_BAD_REQUEST, "request must be a JSON object");
+    if (res.n_members > PROTO_MAX_MEMBERS) {
+        snprintf(why, sizeof why, "request has %zu members, more than the limit of %d", res.n_members,
+                 PROTO_MAX_MEMBERS);
+        return fail(err, PERR_BAD_REQUEST, why);
     }
-    if (!cJSON_IsObject(o)) {
-        fail(err, PERR_BAD_REQUEST, "request must be a JSON object");
-        goto out;
+    for (i = 0; i < res.n_members; i++)
+        if (m[i].name_escaped)
+            /* cJSON decodes escapes in names and the raw payload lookup
+             * does not: two views of one request must never disagree */
+            return fail(err, PERR_BAD_REQUEST, "member names must be written without escapes");
+    if (check_repeats(m, res.n_members, err) < 0)
+        return -1;
+    if (res.values > PROTO_MAX_VALUES) {
+        snprintf(why, sizeof why, "request has %zu values outside the payload, more than the limit of %d",
+                 res.values, PROTO_MAX_VALUES);
+        return fail(err, PERR_BAD_REQUEST, why);
     }
-    if (escaped_member_name(line, len)) {
-        /* cJSON decodes escapes in names and the raw payload lookup does
-         * not: two views of one request must never disagree */
-        fail(err, PERR_BAD_REQUEST, "member names must be written without escapes");
-        goto out;
+    if (res.escapes > PROTO_MAX_ESCAPES) {
+        snprintf(why, sizeof why, "request has %zu escapes outside the payload, more than the limit of %d",
+                 res.escapes, PROTO_MAX_ESCAPES);
+        return fail(err, PERR_BAD_REQUEST, why);
     }
-    if (check_repeats(o, err) < 0)
-        goto out;
+    if (!(o = members_object(m, res.n_members, &res, err)))
+        return -1;
     opj = cJSON_GetObjectItemCaseSensitive(o, "op");
     if (!cJSON_IsString(opj)) {
         fail(err, PERR_BAD_REQUEST, "field 'op' (string) is required");
@@ -461,19 +551,18 @@ int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
     r->admin_only = ops[i].admin;
     if (check_known(o, ops[i].name, ops[i].fields, err) < 0)
         goto out;
-    {
-        const char *raw = NULL;
-        size_t rawlen = 0;
-        proto_find_member(line, len, "payload", &raw, &rawlen);
-        if (nul_escape_outside(line, len, raw, rawlen)) {
-            fail(err, PERR_BAD_REQUEST, "\\u0000 is refused outside the payload (it would cut a field short)");
-            goto out;
-        }
+    /* cJSON cuts a C string at a \u0000 escape: "evt\u0000a" and
+     * "evt\u0000b" would be one event id, "endpoint.list\u0000x" the op
+     * endpoint.list, a URL would lose its tail. Only the payload keeps
+     * its bytes as written, so only there is the escape harmless. */
+    if (res.nul_escape) {
+        fail(err, PERR_BAD_REQUEST, "\\u0000 is refused outside the payload (it would cut a field short)");
+        goto out;
     }
 
     switch (r->op) {
     case OP_ENQUEUE:
-        if (parse_enqueue(line, len, o, lim, r, err) < 0)
+        if (parse_enqueue(res.skipped, res.skipped_len, o, lim, r, err) < 0)
             goto out;
         break;
     case OP_GET:

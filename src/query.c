@@ -10,6 +10,7 @@
 #include "metrics.h"
 #include "msgsel.h"
 #include "tpl.h"
+#include "urlmask.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -256,9 +257,10 @@ static int do_stats(struct store *st, struct req *r, int64_t now)
         return -1;
     buf_printf(b,
                "{\"ok\":true,\"stats\":{\"pending\":%lld,\"awaiting_retry\":%lld,\"in_flight\":%lld,"
-               "\"dead_letter\":%lld,\"delivered_last_hour\":%lld,\"failed_last_hour\":%lld",
+               "\"dead_letter\":%lld,\"delivered_last_hour\":%lld,\"failed_last_hour\":%lld,\"scheduled\":%lld",
                (long long)q.n[MSG_PENDING], (long long)q.n[MSG_FAILED], (long long)q.n[MSG_IN_FLIGHT],
-               (long long)q.n[MSG_DEAD_LETTER], (long long)q.delivered_last_hour, (long long)q.failed_last_hour);
+               (long long)q.n[MSG_DEAD_LETTER], (long long)q.delivered_last_hour, (long long)q.failed_last_hour,
+               (long long)q.scheduled);
     if (q.has_oldest)
         buf_printf(b, ",\"oldest_pending\":%lld,\"oldest_pending_age_ms\":%lld", (long long)q.oldest_pending,
                    (long long)(now > q.oldest_pending ? now - q.oldest_pending : 0));
@@ -291,7 +293,7 @@ static void put_latency(struct buf *b, const struct store_health *h)
     buf_json_str(b, breaker_state_name((enum breaker_state)h->state));
 }
 
-/* A token typed into the URL's query is masked as in attempt logs. */
+/* Credentials in the URL are masked as in attempt logs (urlmask.h). */
 static void put_shown_url(struct buf *b, const struct store_endpoint_info *e)
 {
     struct buf shown = {0};
@@ -300,7 +302,7 @@ static void put_shown_url(struct buf *b, const struct store_endpoint_info *e)
 
     if (e->settings && strstr(e->settings, "\"mask_params\"") && (s = cJSON_Parse(e->settings)))
         mp = cJSON_GetObjectItemCaseSensitive(s, "mask_params");
-    if (e->url && tpl_mask_query(e->url, cJSON_IsString(mp) ? mp->valuestring : EP_MASK_DEFAULT, &shown) == 0)
+    if (e->url && urlmask_url(e->url, cJSON_IsString(mp) ? mp->valuestring : NULL, &shown) == 0)
         put_str(b, shown.p);
     else
         put_str(b, NULL);
@@ -456,6 +458,7 @@ int query_metrics_text(struct store *st, struct buf *out)
     struct store_stats q;
     struct counters cn;
     struct eps eps = {0};
+    uint64_t *filtered = NULL;
     size_t i;
     int rc = -1;
     int64_t now = util_now_ms();
@@ -467,6 +470,7 @@ int query_metrics_text(struct store *st, struct buf *out)
         goto out;
     m.version = HOOKD_VERSION;
     memcpy(m.queue, q.n, sizeof m.queue);
+    m.scheduled = q.scheduled;
     m.has_oldest_pending = q.has_oldest;
     m.oldest_pending_age_ms = q.has_oldest && now > q.oldest_pending ? now - q.oldest_pending : 0;
     counters_read(&cn);
@@ -476,12 +480,17 @@ int query_metrics_text(struct store *st, struct buf *out)
     memcpy(m.ahead, cn.ahead, sizeof m.ahead);
     m.eps = eps.v;
     m.neps = eps.n;
+    if (eps.n && (filtered = calloc(eps.n, sizeof *filtered)))
+        for (i = 0; i < eps.n; i++)
+            filtered[i] = counters_filtered_get(eps.v[i].id);
+    m.filtered = filtered;
     rc = metrics_render(&m, out) < 0 ? oom(st) : 0;
 out:
     st->ops->snapshot_end(st);
     for (i = 0; i < eps.n; i++)
         free((char *)eps.v[i].name);
     free(eps.v);
+    free(filtered);
     return rc;
 }
 

@@ -1,5 +1,6 @@
 /* registry.c - the live endpoint table. */
 #include "registry.h"
+#include "clockstep.h"
 #include "log.h"
 #include "util.h"
 
@@ -49,6 +50,8 @@ int registry_init(struct registry *r, const struct config *c)
     r->nodes = 1;
     r->tlog.window_ms = 10000;
     r->tlog.limit = REGISTRY_TRANSITION_LINES;
+    r->flog.window_ms = 10000;
+    r->flog.limit = REGISTRY_TRANSITION_LINES;
     return rehash(r, 64);
 }
 
@@ -164,10 +167,14 @@ void registry_set_nodes(struct registry *r, int n)
 
 struct endpoint *registry_install(struct registry *r, int64_t id, const struct ep_def *def, int from_config)
 {
-    struct ep_conf *conf = ep_conf_new(id, def, &r->c->dflt), *old;
     struct endpoint *e = registry_by_id(r, id);
+    struct ep_conf *conf, *old;
 
-    if (!conf)
+    /* the same definition again (a reload, another node's change to
+     * another endpoint): the snapshot stays, and the jobs holding it go on */
+    if (e && ep_def_same(&e->conf->def, def))
+        goto same;
+    if (!(conf = ep_conf_new(id, def, &r->c->dflt)))
         return NULL;
     if (!e) {
         if (r->n == r->cap) {
@@ -209,8 +216,10 @@ struct endpoint *registry_install(struct registry *r, int64_t id, const struct e
         /* jobs claimed ahead with the old settings go back, to be claimed
          * again with the new ones */
         __atomic_store_n(&old->hold, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&old->halt, 1, __ATOMIC_RELAXED);   /* not even those waiting for a host slot */
         ep_conf_unref(old);
     }
+same:
     e->from_config = from_config;
     e->is_ops = r->c->ops_endpoint && strcmp(def->name, r->c->ops_endpoint) == 0;
     e->next_due = 0;  /* re-examine the queue with the new settings */
@@ -225,13 +234,17 @@ void registry_sync_hold(struct endpoint *e)
 {
     __atomic_store_n(&e->conf->hold, e->paused || e->br.state != BREAKER_CLOSED || e->hold_until != 0,
                      __ATOMIC_RELAXED);
+    __atomic_store_n(&e->conf->halt, e->paused, __ATOMIC_RELAXED);
 }
 
 void registry_remove(struct registry *r, struct endpoint *e)
 {
     struct endpoint *last = r->v[r->n - 1];
 
-    __atomic_store_n(&e->conf->hold, 1, __ATOMIC_RELAXED);   /* deleted: its jobs ahead go back */
+    /* deleted: its jobs that have not started go back (their rows are
+     * dead letters now, which their results leave as they are) */
+    __atomic_store_n(&e->conf->hold, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->conf->halt, 1, __ATOMIC_RELAXED);
     unlink_chains(r, e);
     last->slot = e->slot;
     r->v[e->slot] = last;
@@ -265,6 +278,7 @@ void registry_load_health(struct registry *r, const struct store_health *h)
         return;
     apply_health(r, e, h);
     e->br.probe_in_flight = 0;  /* a probe cut short by a restart proves nothing */
+    limiter_restore(&e->lim, h->concurrency_limit > INT32_MAX ? INT32_MAX : (int)h->concurrency_limit);
     e->p95_ms = h->has_latency ? h->p95_ms : 0;
     e->samples = h->sample_count;
 }
@@ -449,8 +463,14 @@ void registry_round_commit(struct registry *r)
 
 void registry_log_flush(struct registry *r, int64_t now)
 {
-    long n = log_budget_roll(&r->tlog, now);
+    long n = log_budget_roll(&r->tlog, now), nf = log_budget_roll(&r->flog, now);
 
+    if (nf) {
+        log_warn("endpoint_failures", "held_back=%ld failing=%ld dead_letters=%ld window_ms=%lld "
+                 "note=\"more than %d failure lines in the window; hookd endpoints and hookd dead-letters show each\"",
+                 nf, r->held_failing, r->held_dead, (long long)r->flog.window_ms, r->flog.limit);
+        r->held_failing = r->held_dead = 0;
+    }
     if (n == 0)
         return;
     log_warn("breaker_transitions", "held_back=%ld to_open=%ld to_half_open=%ld to_closed=%ld window_ms=%lld "
@@ -635,4 +655,64 @@ void registry_log_transition(struct registry *r, struct endpoint *e, const struc
     log_warn("breaker_transition", "endpoint=%s from=%s to=%s reason=\"%s\" failures=%u cooldown_ms=%lld",
              e->conf->def.name, breaker_state_name(t->from), breaker_state_name(t->to),
              t->reason ? t->reason : "", e->br.consecutive_failures, (long long)e->br.cooldown_ms);
+}
+
+void registry_log_failure(struct registry *r, struct endpoint *e, int64_t message_id, int attempts, int dead,
+                          int status, const char *error_class, const char *detail, int64_t now)
+{
+    char d[160];
+    int first = !e->failing_logged;
+
+    if (!dead && !first)
+        return;
+    e->failing_logged = 1;
+    registry_log_flush(r, now);
+    if (!log_budget_take(&r->flog, now)) {
+        if (dead)
+            r->held_dead++;
+        else
+            r->held_failing++;
+        return;
+    }
+    log_q(detail ? detail : "", d, sizeof d);
+    if (dead)
+        log_warn("dead_letter", "endpoint=%s error_class=%s status=%d attempts=%d message_id=%lld detail=%s%s",
+                 e->conf->def.name, error_class[0] ? error_class : "none", status, attempts, (long long)message_id,
+                 d, first ? " note=\"the endpoint's first failure since start or its last success\"" : "");
+    else
+        log_warn("endpoint_failing", "endpoint=%s error_class=%s status=%d message_id=%lld detail=%s "
+                 "note=\"first failure since start or the last success; retried with backoff\"",
+                 e->conf->def.name, error_class[0] ? error_class : "none", status, (long long)message_id, d);
+}
+
+void registry_log_success(struct registry *r, struct endpoint *e, int64_t now)
+{
+    if (!e->failing_logged)
+        return;
+    e->failing_logged = 0;
+    registry_log_flush(r, now);
+    if (!log_budget_take(&r->flog, now))
+        return;
+    log_info("endpoint_delivering", "endpoint=%s note=\"delivered again after a logged failure\"",
+             e->conf->def.name);
+}
+
+/* ---- wall-clock steps ---- */
+
+void registry_clock_step(struct registry *r, int64_t step_ms)
+{
+    size_t i;
+
+    /* outside a round: nothing to undo */
+    for (i = 0; i < r->n; i++) {
+        struct endpoint *e = r->v[i];
+        e->next_due = clockstep_shift(e->next_due, step_ms);
+        e->hold_until = clockstep_shift(e->hold_until, step_ms);
+        e->br.opened_at = clockstep_shift(e->br.opened_at, step_ms);
+        e->br.failing_since = clockstep_shift(e->br.failing_since, step_ms);
+        e->health_saved_at = clockstep_shift(e->health_saved_at, step_ms);
+        e->lim.cut_at = clockstep_shift(e->lim.cut_at, step_ms);
+        e->flap.sent_at = clockstep_shift(e->flap.sent_at, step_ms);
+    }
+    r->tlog.start = clockstep_shift(r->tlog.start, step_ms);
 }

@@ -2,6 +2,7 @@
  * the report op's JSON, charts as inline SVG, no script, font or other
  * file. Pure: the reply in, the page out. */
 #include "report.h"
+#include "esc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -22,18 +23,26 @@
 #define C_P95 "#ff7f0e"
 #define C_P99 "#9467bd"
 
+/* HTML text, with what esc.h calls unsafe shown as an escape: a bidi
+ * override in an endpoint name would reorder the page. */
 static void esc(struct buf *b, const char *s)
 {
-    for (; s && *s; s++) {
-        switch (*s) {
+    size_t n = s ? strlen(s) : 0, i = 0, k;
+    char rep[ESC_REP_MAX];
+
+    for (; i < n; i += k) {
+        k = esc_next(s + i, n - i, ESC_SHOW, rep);
+        if (rep[0]) {
+            buf_puts(b, rep);
+            continue;
+        }
+        switch (s[i]) {
         case '&': buf_puts(b, "&amp;"); break;
         case '<': buf_puts(b, "&lt;"); break;
         case '>': buf_puts(b, "&gt;"); break;
         case '"': buf_puts(b, "&quot;"); break;
         case '\'': buf_puts(b, "&#39;"); break;
-        default:
-            if ((unsigned char)*s >= 0x20)
-                buf_append(b, s, 1);
+        default: buf_append(b, s + i, k);
         }
     }
 }

@@ -1,13 +1,15 @@
 /* server.c - the daemon's event loop: one epoll loop serves every client
  * of the control socket (no thread per client); requests go to the writer
  * (enqueue, admin) or the reader (queries) and their replies come back
- * through a completion list and an eventfd, written in request order. */
+ * through a completion list and an eventfd, written in request order.
+ * The connections themselves (budgets, admission, timeouts) are conns.c;
+ * this file starts and stops the threads and runs the loop. */
 #include "server.h"
+#include "conns.h"
 #include "cron.h"
 #include "ctlsock.h"
 #include "deliver.h"
 #include "log.h"
-#include "proto.h"
 #include "reader.h"
 #include "req.h"
 #include "store.h"
@@ -16,7 +18,6 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -27,34 +28,8 @@
 #include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define READ_CHUNK 65536
-#define MAX_PENDING_PER_CONN 4096   /* stop reading a pipelining client beyond this */
-#define MAX_OUT_PER_CONN (8 << 20)
-
-struct conn {
-    int fd;
-    uid_t uid;
-    pid_t pid;
-    int admin;
-    struct buf in;
-    struct buf out;
-    size_t out_off;          /* bytes of out already sent: a large reply
-                              * goes out in many sends, and moving the rest
-                              * to the front after each would be quadratic */
-    struct req *head, *tail;  /* reply FIFO, request order */
-    size_t pending;           /* requests not yet written (incl. in threads) */
-    int eof;                  /* peer finished sending */
-    int dead;                 /* fd closed; freed when pending reaches 0 */
-    int skipping;             /* inside an over-long line */
-    int want_out;
-    int reading;              /* EPOLLIN registered */
-    struct conn *prev, *next; /* all live connections */
-    struct conn *grave;       /* dead ones waiting to be freed */
-};
 
 static struct {
     const struct config *c;
@@ -68,13 +43,10 @@ static struct {
     struct reader *rd;
     struct deliver *d;
     struct cron jobs;         /* the one table of periodic jobs */
-    struct conn *conns;
-    struct conn *grave;       /* freed at the end of a loop turn */
-    size_t nconns;
+    int conns;                /* conns_init done */
     int shutting_down;
     int stopped;              /* under mu: the stopper thread finished */
     int fatal_status;         /* under mu: exit with this after flushing */
-    struct proto_limits lim;
     sigset_t sigs;
 } S;
 
@@ -113,321 +85,6 @@ static void fatal(void *ctx, int status)
         (void)0;
 }
 
-/* ---- connections ---- */
-
-static void conn_free(struct conn *c)
-{
-    buf_free(&c->in);
-    buf_free(&c->out);
-    free(c);
-}
-
-/* Freed only between loop turns, so no caller holds a dangling pointer. */
-static void conn_bury(struct conn *c)
-{
-    c->grave = S.grave;
-    S.grave = c;
-}
-
-static void conn_reap(void)
-{
-    while (S.grave) {
-        struct conn *c = S.grave;
-        S.grave = c->grave;
-        conn_free(c);
-    }
-}
-
-/* A dead connection's finished replies that nobody will read; requests
- * still in a thread are dropped when they come back. */
-static void conn_drop_finished(struct conn *c)
-{
-    struct req *r;
-
-    while ((r = c->head) && r->done) {
-        c->head = r->fifo;
-        c->pending--;
-        proto_req_free(&r->p);
-        buf_free(&r->reply);
-        free(r);
-    }
-    if (!c->head)
-        c->tail = NULL;
-    if (c->pending == 0)
-        conn_bury(c);
-}
-
-static void conn_close(struct conn *c)
-{
-    if (c->dead)
-        return;
-    epoll_ctl(S.ep, EPOLL_CTL_DEL, c->fd, NULL);
-    close(c->fd);
-    c->fd = -1;
-    c->dead = 1;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        S.conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    S.nconns--;
-    conn_drop_finished(c);
-}
-
-static void conn_update_events(struct conn *c)
-{
-    struct epoll_event ev = {0};
-
-    if (c->dead)
-        return;
-    c->reading = !c->eof && c->pending < MAX_PENDING_PER_CONN && c->out.len - c->out_off < MAX_OUT_PER_CONN;
-    ev.events = (c->reading ? EPOLLIN : 0) | (c->want_out ? EPOLLOUT : 0) | EPOLLRDHUP;
-    ev.data.ptr = c;
-    epoll_ctl(S.ep, EPOLL_CTL_MOD, c->fd, &ev);
-}
-
-/* Move finished replies from the FIFO head to the output buffer, write
- * what the socket takes. */
-static void conn_flush(struct conn *c)
-{
-    struct req *r;
-    ssize_t n;
-
-    if (c->dead)
-        return;
-    while ((r = c->head) && r->done) {
-        if (c->out_off == c->out.len && !c->out.failed) {
-            /* nothing waits: the reply becomes the output, uncopied */
-            buf_free(&c->out);
-            c->out = r->reply;
-            c->out_off = 0;
-            memset(&r->reply, 0, sizeof r->reply);
-        } else {
-            if (c->out_off >= c->out.len / 2) {
-                buf_consume(&c->out, c->out_off);   /* once per half: amortised */
-                c->out_off = 0;
-            }
-            if (buf_append(&c->out, r->reply.p ? r->reply.p : "", r->reply.len) < 0) {
-                conn_close(c);
-                return;
-            }
-        }
-        c->head = r->fifo;
-        if (!c->head)
-            c->tail = NULL;
-        c->pending--;
-        proto_req_free(&r->p);
-        buf_free(&r->reply);
-        free(r);
-    }
-    while (c->out.len > c->out_off) {
-        n = send(c->fd, c->out.p + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                break;
-            conn_close(c);
-            return;
-        }
-        c->out_off += (size_t)n;
-    }
-    if (c->out_off == c->out.len) {
-        /* a large reply's memory is not kept for the connection's life */
-        if (c->out.cap > ((size_t)1 << 20))
-            buf_free(&c->out);
-        else
-            buf_reset(&c->out);
-        c->out_off = 0;
-    }
-    c->want_out = c->out.len > 0;
-    if (c->eof && c->pending == 0 && c->out.len == 0) {
-        conn_close(c);
-        return;
-    }
-    conn_update_events(c);
-}
-
-static struct req *req_new(struct conn *c)
-{
-    struct req *r = calloc(1, sizeof *r);
-
-    if (!r)
-        return NULL;
-    r->conn = c;
-    r->port = &reply_port;
-    if (c->tail)
-        c->tail->fifo = r;
-    else
-        c->head = r;
-    c->tail = r;
-    c->pending++;
-    return r;
-}
-
-static void req_finish_local(struct req *r)
-{
-    r->done = 1;
-}
-
-static void handle_line(struct conn *c, const char *line, size_t len)
-{
-    struct proto_err err;
-    struct req *r;
-
-    while (len && line[len - 1] == '\r')
-        len--;
-    if (len == 0)
-        return;
-    r = req_new(c);
-    if (!r) {
-        log_error("oom", "where=req_new");
-        return;
-    }
-    if (proto_parse(line, len, &S.lim, &r->p, &err) < 0) {
-        req_error(r, err.code, "%s", err.message);
-        req_finish_local(r);
-        return;
-    }
-    if (S.shutting_down) {
-        req_error(r, PERR_SHUTTING_DOWN, "hookd is shutting down");
-        req_finish_local(r);
-        return;
-    }
-    if (r->p.admin_only && !c->admin) {
-        log_warn("forbidden", "op=%s uid=%u pid=%d", proto_op_name(r->p.op), (unsigned)c->uid, (int)c->pid);
-        req_error(r, PERR_FORBIDDEN, "op '%s' needs an admin peer (uid 0, hookd's uid, or [server] admin_uids/admin_groups)",
-                  proto_op_name(r->p.op));
-        req_finish_local(r);
-        return;
-    }
-    switch (r->p.op) {
-    case OP_PING:
-        buf_puts(&r->reply, "{\"ok\":true,\"pong\":true,\"version\":\"" HOOKD_VERSION "\"}\n");
-        req_finish_local(r);
-        return;
-    case OP_ENQUEUE:
-    case OP_ENDPOINT_PUT:
-    case OP_ENDPOINT_DELETE:
-    case OP_REQUEUE:
-    case OP_PURGE:
-    case OP_ERASE:
-    case OP_PAUSE:
-    case OP_RESUME:
-        writer_submit(S.w, r);
-        return;
-    default:
-        reader_submit(S.rd, r);
-        return;
-    }
-}
-
-static void conn_read(struct conn *c)
-{
-    for (;;) {
-        ssize_t n;
-        size_t start, i;
-
-        if (c->dead || !c->reading)
-            return;
-        if (buf_reserve(&c->in, READ_CHUNK) < 0) {
-            conn_close(c);
-            return;
-        }
-        n = recv(c->fd, c->in.p + c->in.len, READ_CHUNK, 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                conn_close(c);
-            return;
-        }
-        if (n == 0) {
-            c->eof = 1;  /* half-closed: answer what was asked, then close */
-            c->in.len = 0;
-            return;
-        }
-        c->in.len += (size_t)n;
-        start = 0;
-        for (i = c->in.len - (size_t)n; i < c->in.len; i++) {
-            if (c->in.p[i] != '\n')
-                continue;
-            if (c->skipping)
-                c->skipping = 0;
-            else
-                handle_line(c, c->in.p + start, i - start);
-            start = i + 1;
-        }
-        buf_consume(&c->in, start);
-        if (!c->skipping && c->in.len > (size_t)S.c->max_line) {
-            struct req *r = req_new(c);
-            if (r) {
-                req_error(r, PERR_LINE_TOO_LONG, "request line longer than %lld bytes; skipped to the next newline",
-                          (long long)S.c->max_line);
-                req_finish_local(r);
-            }
-            c->skipping = 1;
-        }
-        if (c->skipping)
-            c->in.len = 0;
-        if (c->pending >= MAX_PENDING_PER_CONN)
-            return;
-    }
-}
-
-static void do_accept(void)
-{
-    for (;;) {
-        struct ucred cr;
-        socklen_t crl = sizeof cr;
-        struct epoll_event ev = {0};
-        struct conn *c;
-        int fd = accept4(S.lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-        if (fd < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                log_warn("accept_failed", "err=\"%s\"", strerror(errno));
-            return;
-        }
-        if ((int64_t)S.nconns >= S.c->max_clients) {
-            static const char msg[] = "{\"ok\":false,\"error\":{\"code\":\"busy\",\"message\":\"too many clients\"}}\n";
-            if (send(fd, msg, sizeof msg - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-                (void)0;
-            close(fd);
-            continue;
-        }
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0) {
-            close(fd);
-            continue;
-        }
-        c = calloc(1, sizeof *c);
-        if (!c) {
-            close(fd);
-            continue;
-        }
-        c->fd = fd;
-        c->uid = cr.uid;
-        c->pid = cr.pid;
-        c->admin = ctlsock_peer_is_admin(S.c, cr.uid, cr.gid);
-        c->reading = 1;
-        ev.events = EPOLLIN | EPOLLRDHUP;
-        ev.data.ptr = c;
-        if (epoll_ctl(S.ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
-            close(fd);
-            free(c);
-            continue;
-        }
-        c->next = S.conns;
-        if (S.conns)
-            S.conns->prev = c;
-        S.conns = c;
-        S.nconns++;
-    }
-}
-
 static void drain_completions(void)
 {
     struct req *list, *r, *next, *rev = NULL;
@@ -447,26 +104,17 @@ static void drain_completions(void)
         rev = r;
     }
     for (r = rev; r; r = next) {
-        struct conn *c = r->conn;
         next = r->next;
         r->next = NULL;
-        r->done = 1;
-        if (c->dead)
-            conn_drop_finished(c);  /* its client is gone */
+        conns_completed(r);
     }
 }
 
 /* Flush what is answered, then leave without touching the database again. */
 static void fatal_exit(int status)
 {
-    struct conn *cn;
-
     drain_completions();
-    for (cn = S.conns; cn; cn = cn->next) {
-        int fl = fcntl(cn->fd, F_GETFL);
-        fcntl(cn->fd, F_SETFL, fl & ~O_NONBLOCK);
-        conn_flush(cn);
-    }
+    conns_flush_blocking();
     if (S.c && S.c->socket_path)
         unlink(S.c->socket_path);
     log_error("exiting", "status=%d reason=\"storage I/O error\"", status);
@@ -509,8 +157,8 @@ static void reload_config(const char *path)
         config_free(&nc);
         return;
     }
-    log_info("reload", "file=%s endpoints=%zu note=\"endpoints reloaded; other settings apply at restart\"", path,
-             nc.n_endpoints);
+    log_info("reload", "file=%s endpoints=%zu note=\"endpoints (and [postgres] prune_endpoints) reloaded; other "
+             "settings apply at restart\"", path, nc.n_endpoints);
     log_set_level((enum log_level)S.c->log_level);
     writer_reload(S.w, &nc);
     config_free(&nc);
@@ -575,6 +223,7 @@ static void on_signal(const char *config_path, pthread_t *stopper, int *stopper_
             continue;
         log_info("stopping", "signal=%s", si.ssi_signo == SIGTERM ? "TERM" : "INT");
         S.shutting_down = 1;
+        conns_shutting_down();
         epoll_ctl(S.ep, EPOLL_CTL_DEL, S.lfd, NULL);
         close(S.lfd);
         S.lfd = -1;
@@ -590,15 +239,7 @@ static void on_signal(const char *config_path, pthread_t *stopper, int *stopper_
 static void flush_all(void)
 {
     drain_completions();
-    while (S.conns) {
-        struct conn *cn = S.conns;
-        int fl = fcntl(cn->fd, F_GETFL);
-        fcntl(cn->fd, F_SETFL, fl & ~O_NONBLOCK);
-        conn_flush(cn);
-        if (!cn->dead)
-            conn_close(cn);
-    }
-    conn_reap();
+    conns_close_all();
 }
 
 int server_run(struct config *c, const char *config_path)
@@ -611,7 +252,6 @@ int server_run(struct config *c, const char *config_path)
     memset(&S, 0, sizeof S);
     S.c = c;
     S.lfd = S.efd = S.sfd = S.ep = -1;
-    S.lim.max_payload = (size_t)c->max_payload;
     pthread_mutex_init(&S.mu, NULL);
     signal(SIGPIPE, SIG_IGN);
     {
@@ -638,50 +278,40 @@ int server_run(struct config *c, const char *config_path)
         goto out;
     }
     threads = 1;
+    if (conns_init(c, S.ep, &reply_port, S.w, S.rd) < 0) {
+        log_error("start_failed", "err=\"%s\"", strerror(errno));
+        goto out;
+    }
+    S.conns = 1;
     log_info("started", "version=%s pid=%d socket=%s db=%s workers=%d synchronous=%d", HOOKD_VERSION, (int)getpid(),
              c->socket_path, c->db_path, nthreads_default(c), c->synchronous);
 
     for (;;) {
-        int stopped, fatal_status;
-        n = epoll_wait(S.ep, evs, 256, -1);
+        struct epoll_event cev[256];
+        int stopped, fatal_status, ncev = 0, accept_ready = 0;
+
+        n = epoll_wait(S.ep, evs, 256, conns_wait_ms(util_mono_ms()));
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             log_error("epoll_wait", "err=\"%s\" action=\"stopping\"", strerror(errno));
             break;
         }
+        conns_begin(util_mono_ms());
+        /* the acks first: the connections' turn follows */
         for (i = 0; i < n; i++) {
             void *p = evs[i].data.ptr;
-            if (p == &S.lfd) {
-                do_accept();
-            } else if (p == &S.efd) {
+            if (p == &S.lfd)
+                accept_ready = 1;
+            else if (p == &S.efd)
                 drain_completions();
-            } else if (p == &S.sfd) {
+            else if (p == &S.sfd)
                 on_signal(config_path, &stopper, &stopper_started);
-            } else {
-                struct conn *cn = p;
-                if (evs[i].events & (EPOLLERR)) {
-                    conn_close(cn);
-                    continue;
-                }
-                if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP))
-                    conn_read(cn);
-                if (!cn->dead)
-                    conn_flush(cn);
-            }
+            else
+                cev[ncev++] = evs[i];
         }
-        /* replies that became ready */
-        {
-            struct conn *cn, *next;
-            for (cn = S.conns; cn; cn = next) {
-                next = cn->next;
-                if (cn->head && cn->head->done)
-                    conn_flush(cn);
-                else if (cn->eof && cn->pending == 0 && cn->out.len == 0)
-                    conn_close(cn);
-            }
-        }
-        conn_reap();
+        conns_events(cev, ncev, accept_ready ? S.lfd : -1);
+        conns_end();
         pthread_mutex_lock(&S.mu);
         stopped = S.stopped;
         fatal_status = S.fatal_status;
@@ -697,6 +327,7 @@ out:
     /* every way out stops the threads before what they use is freed: the
      * stopper ran (or runs) it, or it runs here */
     S.shutting_down = 1;
+    conns_shutting_down();
     if (stopper_started)
         pthread_join(stopper, NULL);
     else if (threads && !S.stopped)
@@ -719,6 +350,8 @@ out:
         close(S.efd);
     if (S.sfd >= 0)
         close(S.sfd);
+    if (S.conns)
+        conns_free();
     curl_global_cleanup();
     return rc;
 }

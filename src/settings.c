@@ -51,6 +51,7 @@ static const struct cfg_def cfg_table[] = {
     {"postgres", "node_name", T_STR, C(pg_node_name), 0, 0, "", "this node's name among the nodes sharing the database (empty: the host name)", NULL},
     {"postgres", "lease", T_DUR, C(pg_lease_ms), 2000, HOUR, "30s", "a node silent this long is dead: the others take over its rows in flight", NULL},
     {"postgres", "poll_interval", T_DUR, C(pg_poll_ms), 100, 60000, "2s", "look for other nodes' work this often even without a notification", NULL},
+    {"postgres", "prune_endpoints", T_BOOL, C(pg_prune_endpoints), 0, 1, "no", "delete config endpoints missing from this file for the whole cluster, dead-lettering their queues (no: keep them)", NULL},
 
     {"server", "socket", T_STR, C(socket_path), 0, 0, "./var/run/hookd.sock", "control socket; its directory is created 0750", NULL},
     {"server", "group", T_STR, C(group), 0, 0, "", "group owning socket and directory (empty: hookd's)", NULL},
@@ -59,6 +60,14 @@ static const struct cfg_def cfg_table[] = {
     {"server", "max_payload", T_SIZE, C(max_payload), 16, 16 << 20, "256KiB", "largest payload accepted", NULL},
     {"server", "max_line", T_SIZE, C(max_line), 1024, 64 << 20, "1MiB", "longest request line (must exceed max_payload)", NULL},
     {"server", "max_clients", T_INT, C(max_clients), 1, 1000000, "10000", "concurrent socket clients", NULL},
+    {"server", "max_clients_per_user", T_INT, C(max_clients_per_user), 1, 1000000, "256", "connections one non-admin user may hold", NULL},
+    {"server", "admin_reserve", T_INT, C(admin_reserve), 0, 1000000, "16", "of max_clients, connections only admins may take (at most half)", NULL},
+    {"server", "client_memory", T_SIZE, C(client_memory), 16 << 10, 1LL << 30, "1MiB", "per connection: unsent replies and requests being answered; reading stops there", NULL},
+    {"server", "user_memory", T_SIZE, C(user_memory), 1 << 20, 1LL << 36, "16MiB", "per non-admin user, over its connections: the same and partial lines (at least 2 x max_line)", NULL},
+    {"server", "clients_memory", T_SIZE, C(clients_memory), 1 << 20, 1LL << 38, "64MiB", "all non-admin connections together, the same bytes (at least user_memory)", NULL},
+    {"server", "idle_timeout", T_DUR, C(idle_timeout_ms), 0, 30 * DAY, "10m", "close a connection silent this long with nothing pending (0: never)", NULL},
+    {"server", "line_timeout", T_DUR, C(line_timeout_ms), 0, DAY, "30s", "close a connection whose request line is still incomplete after this (0: never)", NULL},
+    {"server", "send_timeout", T_DUR, C(send_timeout_ms), 0, DAY, "30s", "close a connection whose replies have waited unread this long (0: never)", NULL},
 
     {"delivery", "workers", T_INT, C(workers), 0, 64, "0", "delivery threads; 0 = number of cores", NULL},
     {"delivery", "max_in_flight_per_endpoint", T_INT, D(max_in_flight), 1, 100000, "64", "most concurrent requests per endpoint (the adaptive limit stays under it)", NULL},

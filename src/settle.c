@@ -145,13 +145,18 @@ static int endpoint_effects(struct registry *r, struct store *st, struct endpoin
         return 0;
     }
     registry_history_note(r, e, row->outcome == OUTCOME_DELIVERED, now);
+    if (row->outcome == OUTCOME_DELIVERED)
+        registry_log_success(r, e, now);
+    else   /* a transport error's text is hookd's or libcurl's; a body is the receiver's: not logged */
+        registry_log_failure(r, e, j->id, row->s.attempts, row->s.verdict == SETTLE_DEAD, j->http_status,
+                             row->error_class, j->http_status ? NULL : j->error, now);
     if (row->hold_until > e->hold_until)
         e->hold_until = row->hold_until;
     if (row->s.verdict == SETTLE_RETRY && row->s.next_attempt_at < e->next_due)
         e->next_due = row->s.next_attempt_at;
     if (e->conf->order_tpl.nmacros && row->s.verdict != SETTLE_RETRY)
         e->next_due = 0;   /* the next row of its key may go now */
-    if (j->errc == ERRC_TEMPLATE || j->errc == ERRC_TEMPLATE_MISSING) {
+    if (j->errc == ERRC_TEMPLATE || j->errc == ERRC_TEMPLATE_MISSING || j->errc == ERRC_TEMPLATE_UNSAFE) {
         /* the message could not be built: nothing was sent, and it says
          * nothing about the endpoint (its probe was not sent either) */
         if (j->probe) {
@@ -214,7 +219,7 @@ int settle_results(struct registry *r, struct store *st, struct djob *list, int6
     for (j = list; j; j = j->next) {
         struct endpoint *e = registry_by_id(r, j->ep->id);
         if (!e || !j->attempted || j->errc == ERRC_BLOCKED || j->errc == ERRC_TEMPLATE ||
-            j->errc == ERRC_TEMPLATE_MISSING)   /* never sent: says nothing of load */
+            j->errc == ERRC_TEMPLATE_MISSING || j->errc == ERRC_TEMPLATE_UNSAFE)   /* never sent: says nothing of load */
             continue;
         registry_touch(r, e);
         limiter_record(&e->lim, limiter_signal_of(j->http_status, j->errc), j->response_ms, registry_requests(e),

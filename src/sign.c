@@ -123,6 +123,50 @@ out:
     return rc;
 }
 
+static int hmac_body(const struct sign_key *k, const char *body, size_t body_len, unsigned char mac[SIGN_HMAC_LEN])
+{
+    const mbedtls_md_info_t *info = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);
+
+    if (!info || k->len == 0 || k->len > SIGN_MAX_KEY)
+        return -1;
+    return mbedtls_md_hmac(info, k->key, k->len, (const unsigned char *)(body ? body : ""), body_len, mac) == 0 ? 0
+                                                                                                            : -1;
+}
+
+int sign_hub_value(const struct sign_key *keys, size_t nkeys, const char *body, size_t body_len, char *out,
+                   size_t outcap)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char mac[SIGN_HMAC_LEN];
+    size_t pos = 0, i, j;
+    int rc = -1;
+
+    if (out && outcap > 0)
+        out[0] = '\0';
+    if (!keys || nkeys == 0 || nkeys > SIGN_MAX_SECRETS || !out || (!body && body_len > 0) ||
+        outcap < nkeys * (SIGN_HUB_LEN + 1))
+        goto out;
+    for (i = 0; i < nkeys; i++) {
+        if (hmac_body(&keys[i], body, body_len, mac) < 0)
+            goto out;
+        if (i > 0)
+            out[pos++] = ',';
+        memcpy(out + pos, "sha256=", 7);
+        pos += 7;
+        for (j = 0; j < SIGN_HMAC_LEN; j++) {
+            out[pos++] = hex[mac[j] >> 4];
+            out[pos++] = hex[mac[j] & 15];
+        }
+    }
+    out[pos] = '\0';
+    rc = (int)pos;
+out:
+    mbedtls_platform_zeroize(mac, sizeof(mac));
+    if (rc < 0 && out && outcap > 0)
+        out[0] = '\0';
+    return rc;
+}
+
 int sign_header_value(const struct sign_key *keys, size_t nkeys,
                       const char *msg_id, int64_t ts_sec,
                       const char *body, size_t body_len,

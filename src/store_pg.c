@@ -207,6 +207,7 @@ static const struct store_ops pg_ops = {
     .history_latency = pg_history_latency,
     .latency_ring_size = pg_latency_ring_size,
     .import_rows = pg_import_rows,
+    .clock_step = pg_clock_step,
     .node_beat = pg_node_beat,
     .health_lock = pg_health_lock,
     .checkpoint = pgs_checkpoint,

@@ -209,6 +209,8 @@ int pg_endpoint_put(struct store *s, const struct ep_def *d, int from_config, in
     pg_p_text(&p, from_config ? "config" : "api");
     pg_p_i64(&p, d->paused);
     pg_p_i64(&p, now);
+    pg_p_i64(&p, d->paused_given);
+    pg_p_text(&p, from_config ? "config" : "operator");
     if (!(r = pg_exec(g, PG_EP_PUT, &p, 0, "endpoint put")))
         goto out;
     if (PQntuples(r) != 1) {

@@ -4,6 +4,7 @@
 #define HOOKD_STORE_PG_PRIVATE
 #include "store_pg.h"
 
+#include "log.h"
 #include "util.h"
 
 #include <stdio.h>
@@ -28,7 +29,70 @@ int pg_recover(struct store *s, int64_t now, int64_t *n)
         return -1;
     *n = pg_i64(r, 0, 0, 0);
     PQclear(r);
+    /* Rows waiting for an endpoint that no longer exists (a requeue by
+     * id before requeue refused them) would wait forever: they become the
+     * dead letters the endpoint's delete made of its other rows. Rows in
+     * flight are left to their nodes. */
+    pg_p_init(&p);
+    pg_p_i64(&p, now);
+    r = PQexecParams(g->conn,
+                     "UPDATE hookd_queue q SET status = 'dead_letter', last_error = 'endpoint deleted', "
+                     "last_error_class = 'endpoint_deleted', next_attempt_at = " PG_TS("$1") " "
+                     "WHERE status IN ('pending', 'failed') "
+                     "AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = q.endpoint_id)",
+                     p.n, NULL, p.v, p.len, p.fmt, 0);
+    if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
+        pg_fail(g, r, "recover");
+        PQclear(r);
+        return -1;
+    }
+    if (pg_changed(r))
+        log_warn("orphans_dead_lettered", "count=%lld note=\"waiting rows of deleted endpoints\"",
+                 (long long)pg_changed(r));
+    PQclear(r);
     return 0;
+}
+
+/* The wall clock stepped (clockstep.h). A node alone moves everything,
+ * as SQLite does. Several nodes share the rows and each wrote its times
+ * with its own clock: a node whose clock stepped moves only what its
+ * clock wrote, the rows whose claimed_by is this node (it enqueued them,
+ * or claimed them last: their retry time is its settle's, a released
+ * row's its release's); nodes on one host all see the step and each
+ * moves its own rows once. The shared breakers' times were written by
+ * whichever node opened them: the lead moves them, once for the cluster
+ * (right when the nodes step together, one host or one clock source; a
+ * lead stepping alone has a clock an hour off the others', which the
+ * cluster's times cannot follow anyway). */
+int pg_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows)
+{
+    struct pg_store *g = (struct pg_store *)s;
+    char sql[512], mine[64] = "";
+    PGresult *r;
+
+    if (mine_only)
+        snprintf(mine, sizeof mine, " AND claimed_by = %lld", (long long)g->node_id);
+    snprintf(sql, sizeof sql,
+             "UPDATE hookd_queue SET next_attempt_at = next_attempt_at + %lld * interval '1 millisecond', "
+             "created_at = created_at + %lld * interval '1 millisecond' "
+             "WHERE status IN ('pending', 'failed', 'in_flight')%s",
+             (long long)step_ms, (long long)step_ms, mine);
+    r = PQexec(g->conn, sql);
+    if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
+        pg_fail(g, r, "clock step");
+        PQclear(r);
+        return -1;
+    }
+    *rows = pg_changed(r);
+    PQclear(r);
+    if (mine_only && !g->lead)
+        return 0;
+    snprintf(sql, sizeof sql,
+             "UPDATE endpoint_health SET opened_at = opened_at + %lld * interval '1 millisecond', "
+             "failing_since = failing_since + %lld * interval '1 millisecond' "
+             "WHERE opened_at IS NOT NULL OR failing_since IS NOT NULL",
+             (long long)step_ms, (long long)step_ms);
+    return pg_exec_sql(g, sql, "clock step");
 }
 
 struct enq {
@@ -70,10 +134,11 @@ int pg_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
         pg_p_bytes(&p, e->payload, e->payload_len);
         pg_p_i64(&p, e->max_attempts);
         pg_p_i64(&p, now);
-        if (!e->claim)
+        if (!e->claim) {   /* PG_INSERT's $7 and $8 */
             pg_p_text(&p, e->ordering_key);
-        else
-            pg_p_i64(&p, g->node_id);
+            pg_p_i64(&p, e->due_at > now ? e->due_at : now);
+        }
+        pg_p_i64(&p, g->node_id);
         if (pg_pipe_add(&pp, e->claim ? PG_INSERT_CLAIMED : PG_INSERT, &p) < 0)
             break;
         /* rows left waiting: idle nodes may take them (one endpoint's
@@ -388,25 +453,34 @@ static int admin_exec(struct pg_store *g, const char *sql, const struct store_fi
         pg_p_text(&p, statuses);
     }
     r = PQexecParams(g->conn, sql, p.n, NULL, p.v, p.len, p.fmt, 0);
-    ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+    /* a statement changes rows (their count), or counts them (a SELECT) */
+    ok = r && (PQresultStatus(r) == PGRES_COMMAND_OK || (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1));
     if (!ok) {
         pg_fail(g, r, what);
         PQclear(r);
         return -1;
     }
-    *n = pg_changed(r);
+    *n = PQresultStatus(r) == PGRES_TUPLES_OK ? pg_i64(r, 0, 0, 0) : pg_changed(r);
     PQclear(r);
     return 0;
 }
 
-int pg_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n)
+int pg_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n, int64_t *gone)
 {
     struct pg_store *g = (struct pg_store *)s;
     char in[64];
 
-    *n = 0;
+    *n = *gone = 0;
     if (status_array(f->statuses, in, sizeof in) < 0)
         return 0;
+    /* what is left alone: rows of endpoints that no longer exist */
+    if (admin_exec(g,
+                   "SELECT count(*) FROM hookd_queue WHERE status = ANY ($5::text[]) AND erased_at IS NULL "
+                   "AND ($1::bigint = 0 OR id = $1) AND ($2::bigint = 0 OR endpoint_id = $2) "
+                   "AND created_at >= " PG_TS("$3") " AND $4::bigint = $4::bigint "
+                   "AND endpoint_id NOT IN (SELECT id FROM endpoints)",
+                   f, in, now, gone, "requeue") < 0)
+        return -1;
     /* the log keeps every attempt: the requeue is attempt 0 of the next
      * generation, and the count is of those rows; an erased row has
      * nothing left to send */
@@ -415,7 +489,9 @@ int pg_requeue(struct store *s, const struct store_filter *f, int64_t now, int64
                       "generation = generation + 1, next_attempt_at = " PG_TS("$4")
                       ", last_error = NULL, last_error_class = NULL WHERE status = ANY ($5::text[]) "
                       "AND erased_at IS NULL AND ($1::bigint = 0 OR id = $1) AND ($2::bigint = 0 OR endpoint_id = $2) "
-                      "AND created_at >= " PG_TS("$3") " RETURNING id, generation, endpoint_id) "
+                      "AND created_at >= " PG_TS("$3") " "
+                      /* a row whose endpoint is gone would wait forever */
+                      "AND endpoint_id IN (SELECT id FROM endpoints) RETURNING id, generation, endpoint_id) "
                       "INSERT INTO delivery_attempts (message_id, generation, attempt, endpoint_id, at, detail) "
                       "SELECT id, generation, 0, endpoint_id, " PG_TS("$4") ", 'requeued' FROM r",
                       f, in, now, n, "requeue");

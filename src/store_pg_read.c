@@ -20,6 +20,7 @@ int pg_queue_stats(struct store *s, int64_t now, int with_delivered, struct stor
     pg_p_init(&p);
     pg_p_i64(&p, now - HOUR_MS);
     pg_p_i64(&p, with_delivered != 0);
+    pg_p_i64(&p, now);
     if (!(r = pg_exec(g, PG_STATS, &p, 0, "stats")))
         return -1;
     out->n[MSG_PENDING] = pg_i64(r, 0, 0, 0);
@@ -33,6 +34,8 @@ int pg_queue_stats(struct store *s, int64_t now, int with_delivered, struct stor
     out->failed_last_hour = pg_i64(r, 0, 7, 0);
     out->has_oldest = !pg_isnull(r, 0, 8);
     out->oldest_pending = pg_i64(r, 0, 8, 0);
+    out->scheduled = pg_i64(r, 0, 9, 0);
+    out->n[MSG_PENDING] -= out->scheduled;
     PQclear(r);
     return 0;
 }

@@ -54,9 +54,12 @@
 
 const char *const pg_sql[PG__COUNT] = {
     /* ---- writer ---- */
+    /* claimed_by of a waiting row: the node whose clock wrote its
+     * times (the enqueue's, the claim's that settled or released it),
+     * the one that moves them when its clock steps (pg_clock_step) */
     [PG_INSERT] =
         "INSERT INTO hookd_queue (endpoint_id, event_id, event_type, payload, max_attempts, created_at, "
-        "next_attempt_at, ordering_key) VALUES ($1, $2, $3, $4, $5, " TS("$6") ", " TS("$6") ", $7) "
+        "next_attempt_at, ordering_key, claimed_by) VALUES ($1, $2, $3, $4, $5, " TS("$6") ", " TS("$8") ", $7, $9) "
         "ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id",
     [PG_INSERT_CLAIMED] =
         "INSERT INTO hookd_queue (endpoint_id, event_id, event_type, payload, max_attempts, created_at, "
@@ -188,11 +191,16 @@ const char *const pg_sql[PG__COUNT] = {
         "FROM endpoint_history WHERE bucket_at < " TS("$1") " LIMIT $2)",
     [PG_EP_FIND] = "SELECT id FROM endpoints WHERE name = $1",
     [PG_EP_PUT] =
-        "INSERT INTO endpoints (name, url, secrets, headers, event_types, settings, source, paused, created_at, "
-        "updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, " TS("$9") ", " TS("$9") ") "
+        "INSERT INTO endpoints (name, url, secrets, headers, event_types, settings, source, paused, pause_reason, "
+        "created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8 <> 0 THEN $11 END, "
+        TS("$9") ", " TS("$9") ") "
         "ON CONFLICT (name) DO UPDATE SET url = excluded.url, secrets = excluded.secrets, "
         "headers = excluded.headers, event_types = excluded.event_types, settings = excluded.settings, "
-        "source = excluded.source, updated_at = excluded.updated_at RETURNING id",
+        "source = excluded.source, updated_at = excluded.updated_at, "
+        /* an existing endpoint's paused flag changes only when said ($10) */
+        "paused = CASE WHEN $10 <> 0 THEN excluded.paused ELSE endpoints.paused END, "
+        "pause_reason = CASE WHEN $10 = 0 OR excluded.paused = endpoints.paused THEN endpoints.pause_reason "
+        "ELSE excluded.pause_reason END RETURNING id",
     [PG_EP_PAUSE] =
         "UPDATE endpoints SET paused = $2, updated_at = " TS("$3") ", pause_reason = $4 WHERE id = $1",
     /* its undelivered rows become dead letters; the rest of it goes */
@@ -216,7 +224,9 @@ const char *const pg_sql[PG__COUNT] = {
      * go, their rows in flight back to the queue (due $1), their breaker
      * probe freed; rows in flight without a node (schema 1, or a node
      * that left cleanly with results it could not record) too, and with
-     * $4 = 1 (start-up) this node's own. The other nodes are told.
+     * $4 = 1 (start-up) this node's own; they are due by this node's
+     * clock and so its own (claimed_by: pg_clock_step). The other nodes
+     * are told.
      * Health rows are locked in id order, as every round locks them. A
      * dead node's writer session that lives on (a stopped process) is
      * ended: it frees the lead lock. Returns the rows and the nodes. */
@@ -228,7 +238,7 @@ const char *const pg_sql[PG__COUNT] = {
         "a.backend_start = d.backend_start WHERE a.usename = current_user AND a.pid <> pg_backend_pid()), "
         "q AS (UPDATE hookd_queue SET status = CASE WHEN erased_at IS NOT NULL THEN 'dead_letter' "
         "WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, "
-        "next_attempt_at = " TS("$1") ", claimed_by = NULL WHERE status = 'in_flight' AND "
+        "next_attempt_at = " TS("$1") ", claimed_by = $2 WHERE status = 'in_flight' AND "
         "(claimed_by IS NULL OR claimed_by IN (SELECT id FROM d) OR ($4::int = 1 AND claimed_by = $2) OR "
         "claimed_by NOT IN (SELECT id FROM hookd_node)) RETURNING 1), "
         "h AS (UPDATE endpoint_health SET probe_node = NULL WHERE endpoint_id = ANY (ARRAY(SELECT endpoint_id "
@@ -258,7 +268,11 @@ const char *const pg_sql[PG__COUNT] = {
         "(SELECT count(*) FROM hookd_queue WHERE status IN ('pending', 'failed') AND status = 'failed' "
         "AND created_at >= " TS("$1") ") + (SELECT count(*) FROM hookd_queue WHERE status = 'dead_letter' "
         "AND created_at >= " TS("$1") "), "
-        "(SELECT " MS("min(created_at)") " FROM hookd_queue WHERE status IN ('pending', 'failed')) "
+        "(SELECT " MS("min(CASE WHEN status = 'pending' THEN greatest(created_at, next_attempt_at) "
+                      "ELSE created_at END)") " FROM hookd_queue WHERE status IN ('pending', 'failed') "
+        "AND NOT (status = 'pending' AND next_attempt_at > " TS("$3") ")), "
+        "(SELECT count(*) FROM hookd_queue WHERE status IN ('pending', 'failed') AND status = 'pending' "
+        "AND next_attempt_at > " TS("$3") ") "
         "FROM (SELECT count(*) AS n, avg(last_response_ms)::float8 AS avg FROM hookd_queue "
         "WHERE status = 'delivered' AND delivered_at >= " TS("$1") ") d",
     [PG_GET] =

@@ -8,7 +8,7 @@
 
 int store_seal_def(struct store *s, const struct ep_def *d, char **secrets, char **headers)
 {
-    char *ps = ep_json_strings(d->secrets, d->nsecrets), *ph = ep_json_strings(d->headers, d->nheaders);
+    char *ps = ep_json_secrets(d), *ph = ep_json_strings(d->headers, d->nheaders);
     char why[256];
     int rc = -1;
 

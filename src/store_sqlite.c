@@ -172,6 +172,7 @@ static const struct store_ops sq_ops = {
     .history_add = sq_history_add,
     .history_latency = sq_history_latency,
     .latency_ring_size = sq_latency_ring_size,
+    .clock_step = sq_clock_step,
     .checkpoint = sq_checkpoint,
     .checkpoint_due = sq_checkpoint_due,
     .backup = sq_backup,

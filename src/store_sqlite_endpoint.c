@@ -195,6 +195,8 @@ int sq_endpoint_put(struct store *s, const struct ep_def *d, int from_config, in
     sqlite3_bind_text(st, 7, from_config ? "config" : "api", -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 8, d->paused);
     sqlite3_bind_int64(st, 9, now);
+    sqlite3_bind_int(st, 10, d->paused_given);
+    sqlite3_bind_text(st, 11, from_config ? "config" : "operator", -1, SQLITE_STATIC);
     step = sqlite3_step(st);
     if (step == SQLITE_ROW) {
         *id = sqlite3_column_int64(st, 0);

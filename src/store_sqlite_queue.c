@@ -2,21 +2,16 @@
  * recovery, requeue, purge and retention. Writer connection only; every
  * function runs inside the caller's transaction. */
 #include "store_sqlite.h"
+#include "log.h"
 #include "util.h"
 
 #include <stdio.h>
 #include <string.h>
 
-int sq_recover(struct store *s, int64_t now, int64_t *n)
+static int recover_exec(struct sq_store *q, const char *sql, int64_t now, int64_t *n)
 {
-    struct sq_store *q = (struct sq_store *)s;
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(q->db,
-                                "UPDATE webhook_queue SET status = CASE WHEN erased_at IS NOT NULL "
-                                "THEN 'dead_letter' WHEN attempt_count > 0 "
-                                "THEN 'failed' ELSE 'pending' END, next_attempt_at = ?1 "
-                                "WHERE status = 'in_flight'",
-                                -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
 
     if (rc != SQLITE_OK)
         return sq_fail(q, rc, "recover");
@@ -26,6 +21,67 @@ int sq_recover(struct store *s, int64_t now, int64_t *n)
     if (rc != SQLITE_DONE)
         return sq_fail(q, rc, "recover");
     *n = sqlite3_changes(q->db);
+    return 0;
+}
+
+int sq_recover(struct store *s, int64_t now, int64_t *n)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    int64_t orphans = 0;
+
+    if (recover_exec(q,
+                     "UPDATE webhook_queue SET status = CASE WHEN erased_at IS NOT NULL THEN 'dead_letter' "
+                     "WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, next_attempt_at = ?1 "
+                     "WHERE status = 'in_flight'",
+                     now, n) < 0)
+        return -1;
+    /* Rows waiting for an endpoint that no longer exists (a requeue by
+     * id before requeue refused them) would wait forever: no claim sees
+     * them, retention keeps them. They become the dead letters the
+     * endpoint's delete made of its other rows. */
+    if (recover_exec(q,
+                     "UPDATE webhook_queue SET status = 'dead_letter', last_error = 'endpoint deleted', "
+                     "last_error_class = 'endpoint_deleted', next_attempt_at = ?1 "
+                     "WHERE status IN ('pending', 'failed') "
+                     "AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = webhook_queue.endpoint_id)",
+                     now, &orphans) < 0)
+        return -1;
+    if (orphans)
+        log_warn("orphans_dead_lettered", "count=%lld note=\"waiting rows of deleted endpoints\"",
+                 (long long)orphans);
+    return 0;
+}
+
+/* One statement run once (a step is rare: not worth a prepared slot). */
+static int run_step(struct sq_store *q, const char *sql, int64_t step_ms, int64_t *changed)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
+
+    if (rc != SQLITE_OK)
+        return sq_fail(q, rc, "clock step");
+    sqlite3_bind_int64(st, 1, step_ms);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return sq_fail(q, rc, "clock step");
+    if (changed)
+        *changed = sqlite3_changes(q->db);
+    return 0;
+}
+
+/* One process owns the file: every stored wait is this clock's. */
+int sq_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows)
+{
+    struct sq_store *q = (struct sq_store *)s;
+
+    (void)mine_only;
+    if (run_step(q, "UPDATE webhook_queue SET next_attempt_at = next_attempt_at + ?1, created_at = created_at + ?1 "
+                 "WHERE status IN ('pending', 'failed', 'in_flight')", step_ms, rows) < 0 ||
+        run_step(q, "UPDATE endpoint_health SET opened_at = opened_at + ?1 WHERE opened_at > 0", step_ms, NULL) < 0 ||
+        run_step(q, "UPDATE endpoint_health SET failing_since = failing_since + ?1 WHERE failing_since > 0", step_ms,
+                 NULL) < 0)
+        return -1;
     return 0;
 }
 
@@ -45,8 +101,10 @@ int sq_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
         sqlite3_bind_text(st, 4, e->payload, (int)e->payload_len, SQLITE_STATIC);
         sqlite3_bind_int(st, 5, e->max_attempts);
         sqlite3_bind_int64(st, 6, now);
-        if (!e->claim)
+        if (!e->claim) {
             sq_bind_text_or_null(st, 7, e->ordering_key);
+            sqlite3_bind_int64(st, 8, e->due_at > now ? e->due_at : now);
+        }
         /* no RETURNING: it costs SQLite a temporary table per execution */
         if (sq_exec_stmt(q, st, "enqueue") < 0)
             return -1;
@@ -267,19 +325,46 @@ static int admin_exec(struct sq_store *q, const char *sql, const struct store_fi
     return 0;
 }
 
-int sq_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n)
+/* The same filter, counted (the rows an admin op leaves alone). */
+static int admin_count(struct sq_store *q, const char *sql, const struct store_filter *f, int64_t now, int64_t *n)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
+
+    if (rc != SQLITE_OK)
+        return sq_fail(q, rc, "requeue");
+    sqlite3_bind_int64(st, 1, f->id);
+    sqlite3_bind_int64(st, 2, f->endpoint_id);
+    sqlite3_bind_int64(st, 3, f->since);
+    sqlite3_bind_int64(st, 4, now);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : sq_fail(q, rc, "requeue");
+}
+
+int sq_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n, int64_t *gone)
 {
     struct sq_store *q = (struct sq_store *)s;
-    char in[96], sql[1024], where[256];
+    char in[96], sql[1024], where[384];
     int64_t moved;
 
-    *n = 0;
+    *n = *gone = 0;
     if (status_list(f->statuses, in, sizeof in) < 0)
         return 0;
-    /* an erased row has nothing left to send */
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM webhook_queue WHERE status IN (%s) AND erased_at IS NULL AND (?1 = 0 OR id = ?1) "
+             "AND (?2 = 0 OR endpoint_id = ?2) AND created_at >= ?3 AND ?4 = ?4 "
+             "AND endpoint_id NOT IN (SELECT id FROM endpoints)",
+             in);
+    if (admin_count(q, sql, f, now, gone) < 0)
+        return -1;
+    /* an erased row has nothing left to send; a row whose endpoint is
+     * gone would wait forever */
     snprintf(where, sizeof where,
              "status IN (%s) AND erased_at IS NULL AND (?1 = 0 OR id = ?1) AND (?2 = 0 OR endpoint_id = ?2) "
-             "AND created_at >= ?3",
+             "AND created_at >= ?3 AND endpoint_id IN (SELECT id FROM endpoints)",
              in);
     /* the log keeps every attempt (schema 11): a first attempt kept in
      * the row goes to the log under its generation, since the row's

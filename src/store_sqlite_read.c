@@ -76,7 +76,14 @@ int sq_queue_stats(struct store *s, int64_t now, int with_delivered, struct stor
     sqlite3_bind_int64(st, 1, now - HOUR_MS);
     if (scalar(q, st, &out->failed_last_hour, NULL, "stats") < 0)
         return -1;
-    return scalar(q, sq_stmt(q, SQ_OLDEST_PENDING), &out->oldest_pending, &out->has_oldest, "stats");
+    st = sq_stmt(q, SQ_CNT_SCHEDULED);
+    sqlite3_bind_int64(st, 1, now);
+    if (scalar(q, st, &out->scheduled, NULL, "stats") < 0)
+        return -1;
+    out->n[MSG_PENDING] -= out->scheduled;
+    st = sq_stmt(q, SQ_OLDEST_PENDING);
+    sqlite3_bind_int64(st, 1, now);
+    return scalar(q, st, &out->oldest_pending, &out->has_oldest, "stats");
 }
 
 static const char *col_text(sqlite3_stmt *st, int col)

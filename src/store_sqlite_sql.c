@@ -24,7 +24,7 @@ const char *const sq_sql[SQ__COUNT] = {
     /* ---- writer ---- */
     [SQ_INSERT] =
         "INSERT INTO webhook_queue (endpoint_id, event_id, event_type, payload, max_attempts, "
-        "created_at, next_attempt_at, ordering_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7) "
+        "created_at, next_attempt_at, ordering_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, ?7) "
         "ON CONFLICT (endpoint_id, event_id) DO NOTHING",
     /* an enqueue the dispatcher takes at once: no claim statement later */
     [SQ_INSERT_CLAIMED] =
@@ -134,12 +134,16 @@ const char *const sq_sql[SQ__COUNT] = {
     [SQ_EP_FIND] = "SELECT id FROM endpoints WHERE name = ?1",
     [SQ_EP_PUT] =
         "INSERT INTO endpoints (name, url, secrets, headers, event_types, settings, "
-        "source, paused, created_at, updated_at) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) "
+        "source, paused, pause_reason, created_at, updated_at) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, CASE WHEN ?8 <> 0 THEN ?11 END, ?9, ?9) "
         "ON CONFLICT (name) DO UPDATE SET url = excluded.url, "
         "secrets = excluded.secrets, headers = excluded.headers, "
         "event_types = excluded.event_types, settings = excluded.settings, "
-        "source = excluded.source, updated_at = excluded.updated_at "
+        "source = excluded.source, updated_at = excluded.updated_at, "
+        /* an existing endpoint's paused flag changes only when said (?10) */
+        "paused = CASE WHEN ?10 <> 0 THEN excluded.paused ELSE endpoints.paused END, "
+        "pause_reason = CASE WHEN ?10 = 0 OR excluded.paused = endpoints.paused THEN endpoints.pause_reason "
+        "ELSE excluded.pause_reason END "
         "RETURNING id",
     [SQ_EP_PAUSE] = "UPDATE endpoints SET paused = ?2, updated_at = ?3, pause_reason = ?4 WHERE id = ?1",
     [SQ_EP_DEAD] =
@@ -186,9 +190,16 @@ const char *const sq_sql[SQ__COUNT] = {
      * grow with insertion time and created_at is the insertion time, so
      * the smallest waiting id is the oldest message. min(id) comes from
      * the covering index alone (8 ms vs 110 ms on 70k waiting rows). */
+    /* rows delayed past now (?1) are scheduled, not waiting; a delayed
+     * row that came due waits since its due time */
     [SQ_OLDEST_PENDING] =
-        "SELECT created_at FROM webhook_queue WHERE id = (SELECT min(id) FROM webhook_queue "
-        "INDEXED BY idx_queue_next WHERE status IN ('pending', 'failed'))",
+        "SELECT max(created_at, CASE WHEN status = 'pending' THEN next_attempt_at ELSE 0 END) "
+        "FROM webhook_queue WHERE id = (SELECT min(id) FROM webhook_queue "
+        "INDEXED BY idx_queue_next WHERE status IN ('pending', 'failed') "
+        "AND NOT (status = 'pending' AND next_attempt_at > ?1))",
+    [SQ_CNT_SCHEDULED] =
+        "SELECT count(*) FROM webhook_queue WHERE status IN ('pending', 'failed') AND status = 'pending' "
+        "AND next_attempt_at > ?1",
     [SQ_GET] =
         "SELECT " SQ_MSG_COLS " FROM webhook_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE q.id = ?1",
     [SQ_GET_ATTEMPTS] =

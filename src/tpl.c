@@ -1,6 +1,7 @@
-/* tpl.c - postback templates: parsing, expansion, mappings, masking. */
+/* tpl.c - postback templates: parsing, expansion, mappings. */
 #include "tpl.h"
 #include "jpath.h"
+#include "tplfn.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -14,7 +15,18 @@ static const struct {
 } builtins[] = {
     {"event_id", TPL_EVENT_ID}, {"event_type", TPL_EVENT_TYPE}, {"endpoint", TPL_ENDPOINT},
     {"attempt", TPL_ATTEMPT},   {"timestamp", TPL_TIMESTAMP},   {"secret", TPL_SECRET},
+    {"token", TPL_TOKEN},
 };
+
+static enum tpl_source builtin_of(const char *name, size_t n)
+{
+    size_t k;
+
+    for (k = 0; k < sizeof builtins / sizeof builtins[0]; k++)
+        if (strlen(builtins[k].name) == n && memcmp(builtins[k].name, name, n) == 0)
+            return builtins[k].source;
+    return TPL_FIELD;
+}
 
 int tpl_style_parse(const char *s, enum tpl_style *out)
 {
@@ -87,11 +99,39 @@ static int push_seg(struct tpl *t, size_t lit_off, size_t lit_len, size_t name_o
     return 0;
 }
 
+/* A function macro, s[i] its opening delimiter and end its closing one
+ * (tplfn.c reads the name and the arguments). */
+static int fn_seg(struct tpl *t, const char *s, size_t i, const char *end, size_t lit, char *err, size_t errlen)
+{
+    enum tplfn_kind fn;
+    size_t aoff, blen = (size_t)(end - s) - i - 1;
+
+    if (tplfn_parse(s + i + 1, blen, i + 2, &fn, &aoff, err, errlen) < 0)
+        return -1;
+    if (push_seg(t, lit, i - lit, i + 1 + aoff, blen - aoff) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    t->seg[t->nseg - 1].fn = (int)fn;
+    t->nmacros++;
+    return 0;
+}
+
+int tpl_keyed(const struct tpl *t)
+{
+    size_t i;
+
+    for (i = 0; i < t->nseg; i++)
+        if (t->seg[i].fn && tplfn_keyed((enum tplfn_kind)t->seg[i].fn))
+            return 1;
+    return 0;
+}
+
 int tpl_parse(struct tpl *t, const char *s, enum tpl_style st, enum tpl_kind kind, char *err, size_t errlen)
 {
     char open = st == TPL_HASHES ? '#' : st == TPL_BRACKETS ? '[' : '{';
     char close = st == TPL_HASHES ? '#' : st == TPL_BRACKETS ? ']' : '}';
-    size_t n = strlen(s), i, lit = 0, auth = kind == TPL_URL ? authority_end(s) : 0, k;
+    size_t n = strlen(s), i, lit = 0, auth = kind == TPL_URL ? authority_end(s) : 0;
 
     memset(t, 0, sizeof *t);
     if (n > TPL_MAX) {
@@ -125,6 +165,13 @@ int tpl_parse(struct tpl *t, const char *s, enum tpl_style st, enum tpl_kind kin
             snprintf(err, errlen, "unterminated macro at position %zu", i + 1);
             goto fail;
         }
+        if (memchr(c + 1, ':', (size_t)(end - c - 1))) {
+            if (fn_seg(t, s, i, end, lit, err, errlen) < 0)
+                goto fail;
+            i = (size_t)(end - s);
+            lit = i + 1;
+            continue;
+        }
         bar = memchr(c + 1, '|', (size_t)(end - c - 1));
         if (!name_valid(c + 1, (size_t)((bar ? bar : end) - c - 1))) {
             snprintf(err, errlen, "invalid macro name at position %zu (letters, digits, _ - and dots)", i + 2);
@@ -138,9 +185,7 @@ int tpl_parse(struct tpl *t, const char *s, enum tpl_style st, enum tpl_kind kin
             goto oom;
         g = &t->seg[t->nseg - 1];
         g->raw = bar != NULL;
-        for (k = 0; k < sizeof builtins / sizeof builtins[0]; k++)
-            if (strlen(builtins[k].name) == g->name_len && memcmp(builtins[k].name, c + 1, g->name_len) == 0)
-                g->source = builtins[k].source;
+        g->source = builtin_of(c + 1, g->name_len);
         t->nmacros++;
         i = (size_t)(end - s);
         lit = i + 1;
@@ -307,6 +352,10 @@ static int macro_value(const struct tpl *t, const struct tpl_seg *g, const struc
         return buf_printf(val, "%lld", (long long)v->timestamp);
     case TPL_SECRET:
         return v->secret ? buf_puts(val, v->secret) : 1;
+    case TPL_TOKEN:
+        if (v->token)
+            return buf_puts(val, v->token);
+        break;   /* no token: the payload's field */
     case TPL_FIELD:
         break;
     }
@@ -320,6 +369,133 @@ static int macro_value(const struct tpl *t, const struct tpl_seg *g, const struc
         return -2;
     }
     return 0;
+}
+
+/* Does the function macro g digest a secret (keyed, or {secret} or the
+ * endpoint's token among its arguments)? Its value is then shown masked. */
+static int fn_secret(const struct tpl *t, const struct tpl_seg *g, const struct tpl_vars *v)
+{
+    const char *args = t->src + g->name_off;
+    size_t pos = 0, off, len;
+
+    if (tplfn_keyed((enum tplfn_kind)g->fn))
+        return 1;
+    while (tplfn_next(args, g->name_len, &pos, &off, &len)) {
+        enum tpl_source src = builtin_of(args + off, len);
+        if (src == TPL_SECRET || (src == TPL_TOKEN && v->token))
+            return 1;
+    }
+    return 0;
+}
+
+/* A raw value in a URL stays a value: no separator, escape or dot
+ * segment of its own unless the endpoint allows it for this macro. */
+static int raw_syntax(const char *s, const struct tpl_seg *g, const char *name, const char *allow, char *why,
+                      size_t whylen)
+{
+    size_t k = strcspn(s, TPL_RAW_SYNTAX);
+    const char *dots = strstr(s, "..");
+
+    if ((!s[k] && !dots) || util_word_listed(allow, name, g->name_len))
+        return TPL_OK;
+    if (s[k])
+        snprintf(why, whylen, "the value of macro '%.*s|raw' holds '%c', which would change the URL's shape "
+                 "(raw_allow = %.*s permits it)", (int)g->name_len, name, s[k], (int)g->name_len, name);
+    else
+        snprintf(why, whylen, "the value of macro '%.*s|raw' holds '..', which would change the URL's shape "
+                 "(raw_allow = %.*s permits it)", (int)g->name_len, name, (int)g->name_len, name);
+    return TPL_UNSAFE;
+}
+
+int tpl_raw_allow_check(const struct tpl *t, const char *list, char *err, size_t errlen)
+{
+    const char *p = list;
+
+    while (p && *p) {
+        size_t len, i;
+        int found = 0;
+        p += strspn(p, ", \t");
+        len = strcspn(p, ", \t");
+        for (i = 0; len && i < t->nseg && !found; i++)
+            found = t->seg[i].raw && t->seg[i].name_len == len && memcmp(t->src + t->seg[i].name_off, p, len) == 0;
+        if (len && !found) {
+            snprintf(err, errlen, "'%.*s' is not a {%.*s|raw} macro of the url", (int)(len > 64 ? 64 : len), p,
+                     (int)(len > 64 ? 64 : len), p);
+            return -1;
+        }
+        p += len;
+    }
+    return 0;
+}
+
+/* A function macro's value: the digest of its arguments' values as they
+ * would be expanded (maps applied, before encoding), as lowercase hex.
+ * 0, -1 out of memory, -2 a bad value, -3 a missing one with on_missing
+ * = fail (why says which). */
+static int fn_value(const struct tpl *t, const struct tpl_seg *g, const struct tpl_vars *v, struct buf *val,
+                    char *why, size_t whylen)
+{
+    enum tplfn_kind fn = (enum tplfn_kind)g->fn;
+    const char *args = t->src + g->name_off;
+    struct tplfn_ctx c;
+    struct buf one = {0};
+    char hex[TPLFN_HEX_MAX];
+    size_t pos = 0, off, len;
+    int rc = -1, r;
+
+    if (tplfn_keyed(fn) && !v->token) {
+        snprintf(why, whylen, "macro '%s' is keyed by the endpoint's token, and it has none", tplfn_name(fn));
+        return -2;
+    }
+    if (tplfn_begin(&c, fn, v->token, v->token ? strlen(v->token) : 0) < 0)
+        return -1;
+    while (tplfn_next(args, g->name_len, &pos, &off, &len)) {
+        struct tpl_seg a = {.name_off = g->name_off + off, .name_len = len};
+        const char *s;
+        a.source = builtin_of(args + off, len);
+        buf_reset(&one);
+        buf_append(&one, "", 0);
+        r = macro_value(t, &a, v, &one, why, whylen);
+        if (r == -1 || r == -2) {
+            rc = r;
+            goto out;
+        }
+        if (r == 1) {
+            if (v->missing_fail) {
+                snprintf(why, whylen, "no value for '%.*s' in macro '%s'", (int)len, args + off, tplfn_name(fn));
+                rc = -3;
+                goto out;
+            }
+            buf_reset(&one);
+            buf_append(&one, "", 0);
+        }
+        if (one.failed)
+            goto out;
+        s = a.source == TPL_FIELD ? mapped(v, args + off, len, one.p) : one.p;
+        if (tplfn_update(&c, s, strlen(s)) < 0)
+            goto out;
+    }
+    if (tplfn_end(&c, hex) < 0)
+        goto out;
+    rc = buf_puts(val, hex) < 0 ? -1 : 0;
+out:
+    tplfn_abort(&c);
+    if (one.p)
+        explicit_bzero(one.p, one.cap);
+    buf_free(&one);
+    return rc;
+}
+
+/* A masked value as it was sent, for masking it again in the URL curl
+ * reports (postback_effective_shown). */
+static int hidden_add(struct buf *h, const char *s, int encode)
+{
+    if (encode)
+        tpl_pct_encode(h, s, strlen(s));
+    else
+        buf_puts(h, s);
+    buf_append(h, "", 1);
+    return h->failed ? -1 : 0;
 }
 
 int tpl_expand(const struct tpl *t, const struct tpl_vars *v, struct buf *out, struct buf *shown, char *why,
@@ -343,9 +519,13 @@ int tpl_expand(const struct tpl *t, const struct tpl_vars *v, struct buf *out, s
             continue;
         buf_reset(&val);
         buf_append(&val, "", 0);
-        r = macro_value(t, g, v, &val, why, whylen);
+        r = g->fn ? fn_value(t, g, v, &val, why, whylen) : macro_value(t, g, v, &val, why, whylen);
         if (r == -1)
             goto out;
+        if (r == -3) {
+            rc = TPL_MISSING;
+            goto out;
+        }
         if (r == -2) {
             rc = TPL_BAD_VALUE;
             goto out;
@@ -361,7 +541,7 @@ int tpl_expand(const struct tpl *t, const struct tpl_vars *v, struct buf *out, s
         }
         if (val.failed)
             goto out;
-        s = g->source == TPL_FIELD ? mapped(v, name, g->name_len, val.p) : val.p;
+        s = g->source == TPL_FIELD && !g->fn ? mapped(v, name, g->name_len, val.p) : val.p;
         if (g->raw) {
             for (k = 0; s[k]; k++)
                 if ((unsigned char)s[k] <= 0x20 || s[k] == 0x7f) {
@@ -370,6 +550,10 @@ int tpl_expand(const struct tpl *t, const struct tpl_vars *v, struct buf *out, s
                     rc = TPL_BAD_VALUE;
                     goto out;
                 }
+            if (v->encode && raw_syntax(s, g, name, v->raw_allow, why, whylen) != TPL_OK) {
+                rc = TPL_UNSAFE;
+                goto out;
+            }
             buf_puts(out, s);
         } else if (v->encode) {
             tpl_pct_encode(out, s, strlen(s));
@@ -377,8 +561,11 @@ int tpl_expand(const struct tpl *t, const struct tpl_vars *v, struct buf *out, s
             buf_puts(out, s);
         }
         if (shown) {
-            if (g->source == TPL_SECRET)
+            if (g->source == TPL_SECRET || (g->source == TPL_TOKEN && v->token) || (g->fn && fn_secret(t, g, v))) {
                 buf_puts(shown, TPL_MASK);
+                if (v->hidden && hidden_add(v->hidden, s, !g->raw && v->encode) < 0)
+                    goto out;
+            }
             else if (g->raw || !v->encode)
                 buf_puts(shown, s);
             else
@@ -433,48 +620,4 @@ int tpl_form(const struct tpl_vars *v, struct buf *out, char *why, size_t whylen
         return TPL_BAD_VALUE;
     }
     return out->failed || r < 0 ? -1 : TPL_OK;
-}
-
-/* ---- masking ---- */
-
-static int listed(const char *list, const char *name, size_t n)
-{
-    const char *p = list;
-
-    while (*p) {
-        size_t len;
-        p += strspn(p, ", \t");
-        len = strcspn(p, ", \t");
-        if (len && len == n && strncasecmp(p, name, n) == 0)
-            return 1;
-        p += len;
-    }
-    return 0;
-}
-
-int tpl_mask_query(const char *url, const char *list, struct buf *out)
-{
-    const char *q = strchr(url, '?'), *p;
-
-    buf_append(out, "", 0);
-    if (!q || !list) {
-        buf_puts(out, url);
-        return out->failed ? -1 : 0;
-    }
-    buf_append(out, url, (size_t)(q - url) + 1);
-    for (p = q + 1; *p;) {
-        size_t len = strcspn(p, "&"), nlen = strcspn(p, "=&");
-        if (nlen < len && listed(list, p, nlen)) {
-            buf_append(out, p, nlen + 1);
-            buf_puts(out, TPL_MASK);
-        } else {
-            buf_append(out, p, len);
-        }
-        p += len;
-        if (*p == '&') {
-            buf_puts(out, "&");
-            p++;
-        }
-    }
-    return out->failed ? -1 : 0;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +24,14 @@ int64_t util_mono_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t util_boot_ms(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
+        clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -125,39 +134,33 @@ int buf_printf(struct buf *b, const char *fmt, ...)
     return rc;
 }
 
+int buf_esc(struct buf *b, const char *s, size_t n, enum esc_style st)
+{
+    char rep[ESC_REP_MAX];
+    size_t i = 0, run = 0;
+
+    /* safe runs are copied whole: most text has nothing to escape */
+    while (i < n) {
+        size_t k = esc_next(s + i, n - i, st, rep);
+        if (rep[0]) {
+            buf_append(b, s + run, i - run);
+            buf_puts(b, rep);
+            run = i + k;
+        }
+        i += k;
+    }
+    buf_append(b, s + run, n - run);
+    return b->failed ? -1 : 0;
+}
+
 int buf_json_str(struct buf *b, const char *s)
 {
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    size_t n = strlen((const char *)p);
-
-    /* worst case every byte becomes \u00XX */
-    if (n > (SIZE_MAX - 3) / 6 || buf_reserve(b, n * 6 + 2) < 0)
-        return -1;
-    b->p[b->len++] = '"';
-    for (; *p; p++) {
-        switch (*p) {
-        case '"': b->p[b->len++] = '\\'; b->p[b->len++] = '"'; break;
-        case '\\': b->p[b->len++] = '\\'; b->p[b->len++] = '\\'; break;
-        case '\n': b->p[b->len++] = '\\'; b->p[b->len++] = 'n'; break;
-        case '\r': b->p[b->len++] = '\\'; b->p[b->len++] = 'r'; break;
-        case '\t': b->p[b->len++] = '\\'; b->p[b->len++] = 't'; break;
-        default:
-            if (*p < 0x20) {
-                b->p[b->len++] = '\\';
-                b->p[b->len++] = 'u';
-                b->p[b->len++] = '0';
-                b->p[b->len++] = '0';
-                b->p[b->len++] = hex[*p >> 4];
-                b->p[b->len++] = hex[*p & 15];
-            } else {
-                b->p[b->len++] = (char)*p;
-            }
-        }
-    }
-    b->p[b->len++] = '"';
-    b->p[b->len] = '\0';
-    return 0;
+    if (!s)
+        s = "";
+    buf_puts(b, "\"");
+    buf_esc(b, s, strlen(s), ESC_JSON);
+    buf_puts(b, "\"");
+    return b->failed ? -1 : 0;
 }
 
 void buf_consume(struct buf *b, size_t n)
@@ -342,6 +345,21 @@ uint64_t util_hash(const char *s, size_t n, int fold)
     return h;
 }
 
+int util_word_listed(const char *list, const char *s, size_t n)
+{
+    const char *p = list;
+
+    while (p && *p) {
+        size_t len;
+        p += strspn(p, ", \t");
+        len = strcspn(p, ", \t");
+        if (len && len == n && strncasecmp(p, s, n) == 0)
+            return 1;
+        p += len;
+    }
+    return 0;
+}
+
 void util_strlcpy(char *dst, const char *src, size_t n)
 {
     size_t l;
@@ -357,37 +375,12 @@ void util_strlcpy(char *dst, const char *src, size_t n)
 
 int util_utf8_valid(const char *s, size_t n)
 {
-    const unsigned char *p = (const unsigned char *)s, *e = p + n;
+    size_t i = 0, k;
+    unsigned cp;
 
-    while (p < e) {
-        unsigned c = *p;
-        if (c < 0x80) {
-            p++;
-        } else if (c >= 0xc2 && c <= 0xdf) {
-            if (e - p < 2 || (p[1] & 0xc0) != 0x80)
-                return 0;
-            p += 2;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            if (e - p < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80)
-                return 0;
-            if (c == 0xe0 && p[1] < 0xa0)
-                return 0; /* overlong */
-            if (c == 0xed && p[1] >= 0xa0)
-                return 0; /* surrogate */
-            p += 3;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            if (e - p < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 ||
-                (p[3] & 0xc0) != 0x80)
-                return 0;
-            if (c == 0xf0 && p[1] < 0x90)
-                return 0;
-            if (c == 0xf4 && p[1] >= 0x90)
-                return 0;
-            p += 4;
-        } else {
+    for (; i < n; i += k)
+        if ((k = esc_utf8(s + i, n - i, &cp)) == 0)
             return 0;
-        }
-    }
     return 1;
 }
 

@@ -3,6 +3,7 @@
  * rooms beside it: settle.c, intake.c, dispatch.c, admin.c, maint.c. */
 #include "writer.h"
 #include "admin.h"
+#include "clockstep.h"
 #include "cluster.h"
 #include "counters.h"
 #include "dispatch.h"
@@ -39,6 +40,7 @@ struct writer {
     struct ep_def *reload_defs;
     size_t reload_n;
     int reload_pending;
+    int reload_prune;        /* the reloaded file's [postgres] prune_endpoints */
     struct store_rollup *rollups;
     size_t rollups_n;
     struct opsev *events;   /* raised by the reader */
@@ -60,7 +62,26 @@ struct writer {
     int64_t finish_deadline;  /* shutdown: give up on unsaved results then (0: not yet) */
     int64_t fail_logged_at;   /* the last commit_failed line (mono ms; 0: the last round was good) */
     int64_t fail_quiet;       /* failed rounds not logged since */
+    struct clockstep clk;     /* the wall clock's last look (writer_now) */
+    int64_t step_unsaved;     /* a wall-clock step moved in memory, not yet in the database */
+    int64_t step_retry_at;    /* mono ms: when to try saving it again after a failure */
 };
+
+/* The wall clock, as every stored time is; looked at beside elapsed
+ * time, and a step (clockstep.h) moves at once every time the endpoints
+ * wait on, before anything compares with the new clock. The stored ones
+ * follow in save_step(), before the next claim. Writer thread only. */
+static int64_t writer_now(struct writer *w)
+{
+    int64_t now = util_now_ms(), step = clockstep_observe(&w->clk, now, util_boot_ms());
+
+    if (step) {
+        registry_clock_step(&w->reg, step);
+        w->step_unsaved += step;
+        w->step_retry_at = 0;
+    }
+    return now;
+}
 
 /* After a failed fsync the kernel may have dropped the dirty pages and a
  * retried fsync can report success for data that never reached the disk
@@ -135,12 +156,44 @@ static void round_failed(struct writer *w, struct req *batch, struct req *answer
     check_fatal(w, e);
 }
 
-static void writer_round(struct writer *w, struct req *reqs, struct djob *results, int claiming)
+/* The stored waits follow a step, in one transaction. Every endpoint
+ * then asks the database for its next due row. Shared store with other
+ * live nodes: only the rows this node's clock scheduled (store.h). */
+static void save_step(struct writer *w)
+{
+    struct store *st = w->st;
+    int mine_only = w->reg.shared && w->reg.nodes > 1;
+    int64_t rows = 0;
+    size_t i;
+
+    if (!st->ops->clock_step) {
+        w->step_unsaved = 0;
+        return;
+    }
+    if (st->ops->begin(st, 0) < 0 || st->ops->clock_step(st, w->step_unsaved, mine_only, &rows) < 0 ||
+        st->ops->commit(st) < 0) {
+        if (!w->step_retry_at)
+            log_error("clock_step_not_saved", "step_ms=%lld err=\"%s\" note=\"retried every second; until then "
+                      "stored due times are off by the step\"", (long long)w->step_unsaved, st->errmsg);
+        st->ops->rollback(st);
+        w->step_retry_at = util_mono_ms() + 1000;
+        check_fatal(w, st->errc);
+        return;
+    }
+    log_warn("clock_step", "step_ms=%lld rows_moved=%lld scope=%s note=\"the wall clock stepped: due times, "
+             "breaker cooldowns and holds moved with it\"", (long long)w->step_unsaved, (long long)rows,
+             mine_only ? "this_node" : "all");
+    for (i = 0; i < w->reg.n; i++)
+        w->reg.v[i]->next_due = 0;
+    w->step_unsaved = 0;
+    w->step_retry_at = 0;
+}
+
+static void writer_round(struct writer *w, struct req *reqs, struct djob *results, int claiming, int64_t now)
 {
     struct req *batch = NULL, **btail = &batch, *answered = NULL, *q, *next;
     struct djob *claimed = NULL, *j;
     struct store *st = w->st;
-    int64_t now = util_now_ms();
 
     /* admin requests first, each in its own transaction */
     for (q = reqs; q; q = next) {
@@ -204,17 +257,21 @@ static void writer_round(struct writer *w, struct req *reqs, struct djob *result
 static void wait_for_work(struct writer *w)
 {
     for (;;) {
-        int64_t now = util_now_ms(), mono = util_mono_ms(), wake, until;
+        int64_t now = writer_now(w), mono = util_mono_ms(), wake, until;
         struct timespec ts;
         int results_ready = w->results && mono >= w->retry_results_at;
+        int step_ready = w->step_unsaved && mono >= w->step_retry_at;
 
-        if (w->inbox || results_ready || w->reload_pending || w->rollups || w->events_n || w->finishing ||
-            (w->stopping && !w->stop_seen) || (!w->stopping && (w->npoke || w->poke_all || w->ep_sync)))
+        if (w->inbox || results_ready || step_ready || w->reload_pending || w->rollups || w->events_n ||
+            w->finishing || (w->stopping && !w->stop_seen) ||
+            (!w->stopping && (w->npoke || w->poke_all || w->ep_sync)))
             return;
         wake = w->stopping ? INT64_MAX : dispatch_next_wake(&w->reg, now, mono);
         until = cron_next(w->cron, CRON_WRITER);
         if (w->results && w->retry_results_at < until)
             until = w->retry_results_at;
+        if (w->step_unsaved && w->step_retry_at < until)
+            until = w->step_retry_at;
         if (wake <= now || until <= mono)
             return;
         if (wake != INT64_MAX && mono + (wake - now) < until)
@@ -235,12 +292,15 @@ static void save_all_health(struct writer *w)
     struct store *st = w->st;
     size_t i;
 
+    writer_now(w);
+    if (w->step_unsaved)   /* a step seen at the last look: stored before the stop */
+        save_step(w);
     registry_round_begin(&w->reg);
     /* shared: every round saved what it changed, under lock */
     for (i = 0; i < w->reg.n && !w->reg.shared; i++)
         registry_mark_health(&w->reg, w->reg.v[i]);
     registry_history_collect(&w->reg);
-    if (st->ops->begin(st, 1) < 0 || registry_save_health(&w->reg, st, util_now_ms()) < 0 ||
+    if (st->ops->begin(st, 1) < 0 || registry_save_health(&w->reg, st, writer_now(w)) < 0 ||
         registry_history_flush(&w->reg, st) < 0 || st->ops->commit(st) < 0) {
         log_warn("health_not_saved", "err=\"%s\" note=\"breaker states were saved as they changed\"",
                  st->errmsg);
@@ -261,8 +321,8 @@ static void *writer_main(void *arg)
         struct ep_def *defs = NULL;
         struct store_rollup *rollups = NULL;
         size_t ndefs = 0, nroll = 0, taken = 0, i, npoke;
-        int64_t poke[32];
-        int reload = 0, claiming, finishing, poke_all, ep_sync;
+        int64_t poke[32], now;
+        int reload = 0, prune = 0, claiming, finishing, poke_all, ep_sync;
 
         pthread_mutex_lock(&w->mu);
         wait_for_work(w);
@@ -284,6 +344,7 @@ static void *writer_main(void *arg)
         if (w->reload_pending) {
             defs = w->reload_defs;
             ndefs = w->reload_n;
+            prune = w->reload_prune;
             reload = 1;
             w->reload_defs = NULL;
             w->reload_n = 0;
@@ -310,8 +371,11 @@ static void *writer_main(void *arg)
         }
         pthread_mutex_unlock(&w->mu);
 
+        now = writer_now(w);
+        if (w->step_unsaved && util_mono_ms() >= w->step_retry_at)
+            save_step(w);
         if (reload) {
-            if (admin_sync_config(&w->reg, w->st, defs, ndefs, util_now_ms()) == 0)
+            if (admin_sync_config(&w->reg, w->st, defs, ndefs, prune, now) == 0)
                 log_info("reloaded", "endpoints=%zu", ndefs);
             else
                 log_error("reload_failed", "err=\"%s\"", w->st->errmsg);
@@ -326,13 +390,14 @@ static void *writer_main(void *arg)
         if (nroll)
             maint_apply_rollup(&w->maint, rollups, nroll);
         free(rollups);
-        registry_ops_tick(&w->reg, util_now_ms());
-        writer_round(w, reqs, results, claiming);
+        registry_ops_tick(&w->reg, now);
+        writer_round(w, reqs, results, claiming, now);
         if (!w->fatal) {
             maint_checkpoint_due(&w->maint);
             if (claiming) {
-                cron_run(w->cron, CRON_WRITER, util_mono_ms(), util_now_ms());
-                registry_log_flush(&w->reg, util_now_ms());
+                now = writer_now(w);
+                cron_run(w->cron, CRON_WRITER, util_mono_ms(), now);
+                registry_log_flush(&w->reg, now);
             }
             check_fatal(w, w->maint.failed);
             w->maint.failed = STORE_OK;
@@ -417,6 +482,8 @@ int writer_create(struct writer **out, const struct config *c, struct store *st,
     w->st = st;
     w->cron = cron;
     w->inbox_tail = &w->inbox;
+    clockstep_init(&w->clk);
+    clockstep_observe(&w->clk, now, util_boot_ms());
     pthread_mutex_init(&w->mu, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -436,7 +503,7 @@ int writer_create(struct writer **out, const struct config *c, struct store *st,
         st->ops->rollback(st);
         goto fail;
     }
-    if (admin_sync_config(&w->reg, st, c->endpoints, c->n_endpoints, now) < 0) {
+    if (admin_sync_config(&w->reg, st, c->endpoints, c->n_endpoints, (int)c->pg_prune_endpoints, now) < 0) {
         snprintf(err, errlen, "database: %s", st->errmsg);
         goto fail;
     }
@@ -515,6 +582,7 @@ void writer_reload(struct writer *w, struct config *c)
     }
     w->reload_defs = c->endpoints;
     w->reload_n = c->n_endpoints;
+    w->reload_prune = (int)c->pg_prune_endpoints;   /* it decides what the reload removes */
     w->reload_pending = 1;
     c->endpoints = NULL;
     c->n_endpoints = 0;

@@ -110,8 +110,18 @@ static int build_headers(struct xfer *x, int64_t ts, const char *body, size_t bl
 
     if (fixed_headers(x, e) < 0)
         return -1;
-    if (e->def.rq.sign_none) {
+    if (e->def.rq.sign == EP_SIGN_NONE || (e->def.rq.sign == EP_SIGN_HUB && !e->nkeys)) {
         x->hdrs = x->fixed_hdrs;
+        return 0;
+    }
+    if (e->def.rq.sign == EP_SIGN_HUB) {
+        n = snprintf(x->sig_line, sizeof x->sig_line, "%s: ",
+                     e->def.rq.signature_header ? e->def.rq.signature_header : SIGN_HUB_HEADER);
+        if (sign_hub_value(e->keys, e->nkeys, body, blen, x->sig_line + n, sizeof x->sig_line - (size_t)n) < 0)
+            return -1;
+        x->dyn[2].data = x->sig_line;
+        x->dyn[2].next = x->fixed_hdrs;
+        x->hdrs = &x->dyn[2];
         return 0;
     }
     x->hdrs = &x->dyn[0];
@@ -252,6 +262,23 @@ int xfer_prepare(struct xfer *x, struct djob *j)
     return 0;
 }
 
+/* The attempt log holds the URL curl requested, which is not always the
+ * one handed to it (curl removes "/../" segments). */
+static void record_effective_url(struct xfer *x, struct djob *j)
+{
+    const char *eff = NULL;
+    char *shown;
+
+    if (curl_easy_getinfo(x->easy, CURLINFO_EFFECTIVE_URL, &eff) != CURLE_OK)
+        return;
+    shown = postback_effective_shown(j->ep, j->ep->plain ? NULL : &x->rq.hidden,
+                                     j->ep->plain ? j->ep->def.url : x->rq.url.p, eff);
+    if (shown) {
+        free(j->sent_url);
+        j->sent_url = shown;
+    }
+}
+
 void xfer_result(struct xfer *x, CURLcode rc)
 {
     struct djob *j = x->job;
@@ -261,6 +288,7 @@ void xfer_result(struct xfer *x, CURLcode rc)
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME_T, &total_us);
     curl_easy_getinfo(x->easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+    record_effective_url(x, j);
     j->attempted = 1;
     j->response_ms = (int64_t)(total_us / 1000);
     /* a latency sample only when the request reached the endpoint: a 0 ms

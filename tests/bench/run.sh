@@ -705,3 +705,11 @@ case "$what" in all|cluster) bench_cluster;; esac
   printf '%-58s %14s   %s\n' "measure" "value" "notes"
   cat "$rows"
 } | tee "$RESULTS"
+
+# The verdicts are the exit status: a FAIL, or a measure that did not run
+# (FAILED, skipped), fails the run.
+bad=$(grep -E ': FAIL|[[:space:]](FAILED|skipped)[[:space:]]' "$rows" || true)
+if [ -n "$bad" ]; then
+  printf 'bench: %s row(s) failed or did not run:\n%s\n' "$(printf '%s\n' "$bad" | wc -l)" "$bad" >&2
+  exit 1
+fi

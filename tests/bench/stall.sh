@@ -184,3 +184,7 @@ verdict="PASS"
   echo "raw: loaded   $loaded_line"
 } >"$RESULT"
 cat "$RESULT"
+# the verdict is the exit status: FAIL, or a client run that did not
+# finish (its rc), fails `make stall` and anything that runs it
+[ "$verdict" = PASS ] && [ "$baseline_rc" = 0 ] && [ "$loaded_rc" = 0 ] || {
+  echo "stall: $verdict (client rc: baseline $baseline_rc, loaded $loaded_rc)" >&2; exit 1; }

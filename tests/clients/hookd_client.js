@@ -13,7 +13,7 @@ const net = require('net');
 
 const WINDOW = 100;           // requests written before reading their replies
 const RETRY_FOR = 30000;      // ms without progress before giving up
-const RETRYABLE = new Set(['storage_full', 'storage_error', 'shutting_down', 'busy']);
+const RETRYABLE = new Set(['storage_full', 'storage_error', 'storage_unavailable', 'shutting_down', 'busy']);
 
 class Fatal extends Error {}
 

@@ -11,7 +11,7 @@
 
 const WINDOW = 100;          // requests written before reading their replies
 const RETRY_FOR = 30.0;      // seconds without progress before giving up
-const RETRYABLE = ['storage_full', 'storage_error', 'shutting_down', 'busy'];
+const RETRYABLE = ['storage_full', 'storage_error', 'storage_unavailable', 'shutting_down', 'busy'];
 
 class Fatal extends Exception {}
 

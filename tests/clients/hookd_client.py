@@ -16,7 +16,7 @@ import time
 
 WINDOW = 100                 # requests written before reading their replies
 RETRY_FOR = 30.0             # seconds without progress before giving up
-RETRYABLE = {"storage_full", "storage_error", "shutting_down", "busy"}
+RETRYABLE = {"storage_full", "storage_error", "storage_unavailable", "shutting_down", "busy"}
 
 
 class Fatal(Exception):

@@ -7,7 +7,8 @@
 # hooks, use a library client for volume). The event id makes a retry
 # safe: hookd answers "duplicate" and stores nothing. `hookd send` exits
 # 0 when stored, 3 when hookd is unreachable (retry), 1 when hookd
-# refused: retry for storage_full, storage_error, shutting_down and busy,
+# refused: retry for storage_full, storage_error, storage_unavailable,
+# shutting_down and busy (the codes hookd-protocol(7) marks "Retry: yes"),
 # give up on anything else (a bad request stays bad).
 set -u
 sock=$1 endpoint=$2 count=$3 prefix=${4:-sh}
@@ -22,7 +23,7 @@ while [ "$i" -lt "$count" ]; do
         rc=$?
         [ "$rc" -eq 0 ] && break
         case "$rc:$out" in
-        3:* | 1:*storage_full:* | 1:*storage_error:* | 1:*shutting_down:* | 1:*busy:*) ;;
+        3:* | 1:*storage_full:* | 1:*storage_error:* | 1:*storage_unavailable:* | 1:*shutting_down:* | 1:*busy:*) ;;
         *) echo "error $out" >&2; exit 1 ;;
         esac
         if [ "$waited" -ge "$retry_for" ]; then

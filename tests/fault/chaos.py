@@ -13,10 +13,13 @@ The same code as tests/integration/test_faults.py with bigger counts:
   4. Corrupt database at start: --corrupt-inputs random damages of a real
      database (truncations, overwritten page ranges, header).
   5. Checkpoint starvation: a reader holding a snapshot for 10 s.
+  6. Clock steps: the wall clock stepped an hour back and forward
+     (tests/fault/timeshift.c) under enqueue + delivery load with retries:
+     nothing lost, and no message waits longer than its backoff.
 Prints one summary table; exit status 1 if any invariant failed.
 
-Environment: HOOKD_BIN (binary under test), FAULTFS_SO and POWERCUT_SO
-(the shims), CHAOS_SEED (replay a run).
+Environment: HOOKD_BIN (binary under test), FAULTFS_SO, POWERCUT_SO and
+TIMESHIFT_SO (the shims), CHAOS_SEED (replay a run).
 Stdlib only (pytest is imported for the shared helpers, not run).
 """
 import argparse
@@ -26,6 +29,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -34,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
 
 import conftest  # noqa: E402
+import test_clock as tc  # noqa: E402
 import test_faults as tf  # noqa: E402
 from _pytest.outcomes import Skipped  # noqa: E402
 
@@ -101,6 +106,14 @@ def record(name, load, faults, inputs, lost, dups, ok, detail=""):
     print("[chaos] %-22s %s" % (name, "ok" if ok else "FAIL " + detail[:300]), flush=True)
 
 
+def skipped(name, why):
+    """A scenario that did not run (no shim in a static binary, no tmpfs):
+    it proved nothing, so the run does not pass."""
+    ROWS.append((name, "-", "-", "-", "-", "-", "NOT RUN"))
+    FAILED.append("%s: did not run: %s" % (name, why))
+    print("[chaos] %-22s NOT RUN: %s" % (name, why), flush=True)
+
+
 def run_kills(env, args):
     row = tf.kill_loop(env.hookd, env.receiver, kills=args.kills, seed=args.seed, rate=args.rate,
                        gap=(0.3, 3.0), drain_timeout=240)
@@ -149,7 +162,7 @@ def run_io(env, args, rnd):
             exits += res["exit"] == tf.EX_TEMPFAIL
             phantom += res["refused_but_stored"]
         except Skipped as e:
-            record("I/O errors", "-", "-", "-", "-", "-", True, "skipped: %s" % e)
+            skipped("I/O errors", str(e))
             return
         except AssertionError as e:
             tried += 1
@@ -167,8 +180,8 @@ def run_disk_full(env, args):
     try:
         mnt = env.tmpfs("8m")
         variants.append(("tmpfs", mnt))
-    except Skipped:
-        pass
+    except Skipped as e:
+        skipped("disk full (tmpfs)", str(e))
     variants.append(("shim", None))
     for kind, mnt in variants:
         rcv = env.receiver(conftest.Reply(200, delay=0.3))
@@ -190,7 +203,7 @@ def run_disk_full(env, args):
             record("disk full (%s)" % kind, "enqueues + deliveries (0.3 s replies)", faults,
                    "%d acked" % res["acked"], res["lost"], res["duplicates"], res["lost"] == 0)
         except Skipped as e:
-            record("disk full (%s)" % kind, "-", "-", "-", "-", "-", True, "skipped: %s" % e)
+            skipped("disk full (%s)" % kind, str(e))
         except AssertionError as e:
             record("disk full (%s)" % kind, "-", "-", "-", "?", "?", False, str(e))
         finally:
@@ -303,6 +316,103 @@ def run_starvation(env, args):
            0, "-", ok, str(res))
 
 
+HOUR_MS = 3600 * 1000
+
+
+def run_clock(env, args, rnd):
+    """The wall clock stepped +-1 h five times under load, while one
+    endpoint fails a third of its attempts (retries at 50 ms .. 1 s of
+    backoff): every acknowledged event is delivered, every first attempt
+    goes within STALL_S of its enqueue and every retry within its
+    backoff's cap plus STALL_S of the attempt before. A step that held
+    due rows or retries would hold them an hour."""
+    STALL_S = 5.0          # slack for a shared, loaded machine; an error is an hour
+    max_delay_s = 1.0
+    seconds, rate = 24.0, 150.0
+    # back, forward, forward, back, back: it ends an hour behind, where
+    # anything a step held would stay held past the drain
+    steps = [(3.0, -HOUR_MS), (7.0, HOUR_MS), (11.0, HOUR_MS), (15.0, -HOUR_MS), (19.0, -HOUR_MS)]
+    fail_rnd = random.Random(rnd.random())
+
+    def flaky(req):
+        return 500 if fail_rnd.random() < 0.33 else 200
+
+    rcv = env.receiver(200)
+    rcv.set(flaky, path="/b")
+    d = env.hookd(endpoints={"a": {"url": rcv.url("/a")},
+                             "b": {"url": rcv.url("/b"), "max_attempts": 100}},
+                  sections={"delivery": {"base_delay": "50ms", "max_delay": "1s"},
+                            "breaker": {"failure_threshold": 100000}}, start=False)
+    try:
+        clock = tc.start_shifted(d)
+    except Skipped as e:
+        record("clock steps +-1 h", "-", "-", "-", "-", "-", False, "not run: %s" % e)
+        return
+    acked = {}             # event id -> monotonic time of its ack
+    errors = []
+    stop = threading.Event()
+
+    def load():
+        n = 0
+        t0 = time.monotonic()
+        with conftest.Client(d.sock) as c:
+            while not stop.is_set():
+                due = t0 + n / rate
+                if due > time.monotonic():
+                    time.sleep(due - time.monotonic())
+                eid = "ck-%d" % n
+                r = c.enqueue("a" if n % 2 else "b", {"n": n}, event_id=eid)
+                if r.get("ok") is True:
+                    acked[eid] = time.monotonic()
+                else:
+                    errors.append(r)
+                n += 1
+
+    th = threading.Thread(target=load, daemon=True)
+    t_start = time.monotonic()
+    th.start()
+    for at, ms in steps:
+        left = t_start + at - time.monotonic()
+        if left > 0:
+            stop.wait(left)
+        clock.step(ms)
+    stop.wait(max(0.0, t_start + seconds - time.monotonic()))
+    stop.set()
+    th.join(30)
+
+    def drained():
+        st = d.stats()
+        return st["pending"] + st["awaiting_retry"] + st["in_flight"] == 0
+    try:
+        conftest.wait_until(drained, 60, msg="queue drained")
+    except AssertionError:
+        pass   # what did not drain is counted as lost below
+    got = {}
+    for r in rcv.snapshot():
+        got.setdefault(r.event_id, []).append(r.t)
+    delivered_ok = {r.event_id for r in rcv.snapshot() if r.reply is not None and r.reply.status == 200}
+    lost = [e for e in acked if e not in delivered_ok]
+    stalls = []
+    for eid, t_ack in acked.items():
+        times = sorted(got.get(eid, []))
+        if not times:
+            continue
+        if times[0] - t_ack > STALL_S:
+            stalls.append("%s first attempt %.1f s after its ack" % (eid, times[0] - t_ack))
+        for a, b in zip(times, times[1:]):
+            if b - a > max_delay_s + STALL_S:
+                stalls.append("%s retried %.1f s after the attempt before (cap %.0f s)" % (eid, b - a, max_delay_s))
+    seen = d.log().count("event=clock_step ")
+    d.stop()
+    retries = sum(len(v) - 1 for v in got.values())
+    ok = not lost and not stalls and not errors and seen == len(steps)
+    record("clock steps +-1 h", "%.0f s at %.0f enq/s, 2 endpoints, 1 failing 1/3" % (seconds, rate),
+           "%d steps (%d seen by hookd)" % (len(steps), seen), "%d acked events, %d retries" % (len(acked), retries),
+           len(lost), "-", ok,
+           "lost %s; stalled %s; refused %s; steps logged %d of %d" % (lost[:5], stalls[:5], errors[:3], seen,
+                                                                      len(steps)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kills", type=int, default=30)
@@ -314,7 +424,7 @@ def main():
     ap.add_argument("--corrupt-inputs", type=int, default=40)
     ap.add_argument("--seed", type=int, default=int(os.environ["CHAOS_SEED"]) if os.environ.get("CHAOS_SEED") else None,
                     help="replay a run (default: $CHAOS_SEED, else random; printed at start and end)")
-    ap.add_argument("--only", default="kills,powercut,io,full,corrupt,starvation")
+    ap.add_argument("--only", default="kills,powercut,io,full,corrupt,starvation,clock")
     args = ap.parse_args()
     if args.seed is None:
         args.seed = random.randrange(1 << 30)
@@ -329,7 +439,7 @@ def main():
     t0 = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="hookd-chaos"))
     steps = [("kills", run_kills), ("powercut", run_powercut), ("io", run_io), ("full", run_disk_full), ("corrupt", run_corrupt),
-             ("starvation", run_starvation)]
+             ("starvation", run_starvation), ("clock", run_clock)]
     only = set(args.only.split(","))
     for name, fn in steps:
         if name not in only:
@@ -340,10 +450,12 @@ def main():
         env = Env(root / name)
         (root / name).mkdir()
         try:
-            if fn in (run_io, run_corrupt):
+            if fn in (run_io, run_corrupt, run_clock):
                 fn(env, args, rnd)
             else:
                 fn(env, args)
+        except Skipped as e:   # a BaseException: not caught below
+            skipped(name, str(e))
         except Exception as e:  # noqa: BLE001 - a crashed step is a failed step
             traceback.print_exc()
             record(name, "-", "-", "-", "?", "?", False, "step crashed: %r" % e)

@@ -19,7 +19,7 @@
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 120
 FUZZ_OUT      ?= $(BUILD)/fuzz
-FUZZ_TARGETS  ?= proto config netpolicy retry_after tpl export
+FUZZ_TARGETS  ?= proto config netpolicy retry_after tpl export filter esc
 FUZZ_ARGS     ?=
 FUZZ_KNOWN    ?=
 FUZZ_CPPFLAGS := -Iinclude -I$(BUILD)/gen -D_GNU_SOURCE -DINI_HANDLER_LINENO=1 -DHOOKD_VERSION='"x"'
@@ -29,15 +29,17 @@ FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIBS     := $(shell $(PKG_CONFIG) --libs $(FUZZ_PKGS) 2>/dev/null) -lmbedtls -lmbedx509 -lmbedcrypto -lm
 
 # the project sources each target compiles in (pure modules only)
-FUZZ_SRCS_proto       := src/proto.c src/msgsel.c src/jpath.c src/store.c src/util.c
-FUZZ_SRCS_config      := src/config.c src/settings.c src/epdef.c src/netpolicy.c src/sign.c src/util.c src/log.c \
-                         src/tpl.c src/jpath.c src/outcome.c src/opsev.c
+FUZZ_SRCS_proto       := src/proto.c src/msgsel.c src/jpath.c src/store.c src/jscan.c src/schedule.c src/util.c src/esc.c
+FUZZ_SRCS_config      := src/config.c src/settings.c src/epdef.c src/filter.c src/netpolicy.c src/sign.c src/util.c src/log.c \
+                         src/tpl.c src/tplfn.c src/jpath.c src/outcome.c src/opsev.c src/esc.c src/urlmask.c
 FUZZ_SRCS_netpolicy   := src/netpolicy.c
 FUZZ_SRCS_retry_after := src/retry_after.c
-FUZZ_SRCS_tpl         := src/tpl.c src/jpath.c src/util.c
-FUZZ_SRCS_export      := src/export_fmt.c src/endpoint.c src/epdef.c src/settings.c src/config.c src/breaker.c \
-                         src/store.c src/netpolicy.c src/sign.c src/util.c src/log.c src/tpl.c src/jpath.c \
-                         src/outcome.c src/opsev.c src/seal.c
+FUZZ_SRCS_esc         := src/esc.c src/util.c src/urlmask.c
+FUZZ_SRCS_tpl         := src/tpl.c src/tplfn.c src/jpath.c src/util.c src/esc.c src/urlmask.c
+FUZZ_SRCS_filter      := src/filter.c src/jpath.c src/util.c src/esc.c
+FUZZ_SRCS_export      := src/export_fmt.c src/endpoint.c src/epdef.c src/filter.c src/settings.c src/config.c src/breaker.c \
+                         src/store.c src/netpolicy.c src/sign.c src/util.c src/log.c src/tpl.c src/tplfn.c src/jpath.c \
+                         src/outcome.c src/opsev.c src/esc.c src/urlmask.c src/seal.c
 
 FUZZ_BINS   := $(FUZZ_TARGETS:%=$(FUZZ_OUT)/fuzz_%)
 REGRESS_BINS := $(FUZZ_TARGETS:%=$(FUZZ_OUT)/regress_%)

@@ -9,7 +9,8 @@
  *    what was validated;
  *  - event_id / event_type are 1..200 printable ASCII bytes;
  *  - no accepted request has a member its op does not list, or one
- *    member twice (a misspelt event_id must not pass unnoticed);
+ *    member twice (a misspelt event_id must not pass unnoticed), or more
+ *    than PROTO_MAX_MEMBERS members;
  *  - error replies render as one JSON line of valid UTF-8. */
 #include "fuzz_common.h"
 #include "proto.h"
@@ -112,6 +113,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const char *fields = proto_op_fields(req.op);
             const cJSON *m, *p;
             FUZZ_CHECK(whole != NULL, "accepted line does not parse");
+            FUZZ_CHECK(cJSON_GetArraySize(whole) <= PROTO_MAX_MEMBERS, "accepted %d members (limit %d)",
+                       cJSON_GetArraySize(whole), PROTO_MAX_MEMBERS);
             for (m = whole->child; m; m = m->next) {
                 for (p = whole->child; p != m; p = p->next)
                     FUZZ_CHECK(strcmp(p->string, m->string) != 0, "member '%s' accepted twice", m->string);

@@ -10,19 +10,25 @@
  *  - a URL template keeps its scheme, host and port literal: every
  *    expansion starts with exactly the template's text up to the end of
  *    its authority;
- *  - encoded values hold only unreserved characters and %XX escapes, so
- *    an expansion with no raw macro adds no '&', '=', '?', '#' or '/' of
- *    its own: it has as many as the literal text;
- *  - the shown form never holds the secret (unless the literal text or
- *    the payload does), and masking its query keeps its length sane;
- *  - expansion answers OK, MISSING or BAD_VALUE (never out of memory),
- *    and with on_missing = empty never MISSING;
+ *  - encoded values hold only unreserved characters and %XX escapes, and
+ *    a raw value with URL syntax is refused (no raw_allow here), so an
+ *    expansion adds no '&', '=', '?', '#', '/' or '\\' of its own: it has
+ *    as many as the literal text;
+ *  - the shown form never holds the secret or the endpoint's token
+ *    (unless the literal text or the payload does), and masking its
+ *    query keeps its length sane; function macros ({md5:a,token},
+ *    {hmac_sha256:a}) digest them;
+ *  - expansion answers OK, MISSING, BAD_VALUE or (with a raw macro)
+ *    UNSAFE, never out of memory, and with on_missing = empty never
+ *    MISSING;
  *  - jpath and the form body never read out of bounds (ASan). */
 #include "fuzz_common.h"
 #include "jpath.h"
 #include "tpl.h"
+#include "urlmask.h"
 
 #define SECRET "whsec_FUZZSECRETzzzz"
+#define TOKEN "FUZZTOKEN q&=1"
 
 static size_t count(const char *s, size_t n, const char *set)
 {
@@ -63,6 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     v.event_type = "t";
     v.endpoint = "e";
     v.secret = SECRET;
+    v.token = TOKEN;
     v.attempt = 1;
     v.timestamp = 1;
     v.encode = 1;
@@ -98,7 +105,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         buf_reset(&out);
         buf_reset(&shown);
         rc = tpl_expand(&t, &v, &out, &shown, why, sizeof why);
-        FUZZ_CHECK(rc == TPL_OK || rc == TPL_BAD_VALUE || (fail && rc == TPL_MISSING), "rc %d", rc);
+        FUZZ_CHECK(rc == TPL_OK || rc == TPL_BAD_VALUE || (raw && rc == TPL_UNSAFE) || (fail && rc == TPL_MISSING),
+                   "rc %d", rc);
         if (rc != TPL_OK)
             continue;
         if (kind == TPL_URL && strstr(s, "://")) {
@@ -107,14 +115,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(out.len >= auth && memcmp(out.p, s, auth) == 0, "authority of '%s' changed: '%s'", s,
                        out.p);
         }
-        if (!raw)   /* built-ins are encoded like payload values */
-            FUZZ_CHECK(count(out.p, out.len, "&=?#/") == count(lit.p, lit.len, "&=?#/"),
-                       "a value added URL syntax: '%s' from '%s'", out.p, s);
+        /* built-ins are encoded like payload values */
+        FUZZ_CHECK(count(out.p, out.len, "&=?#/\\") == count(lit.p, lit.len, "&=?#/\\"),
+                   "a value added URL syntax: '%s' from '%s'", out.p, s);
         if (!strstr(lit.p, "FUZZSECRET") && !memmem(payload, plen, "FUZZSECRET", 10) && !strstr(s, "FUZZSECRET"))
             FUZZ_CHECK(!strstr(shown.p, SECRET), "secret shown: '%s'", shown.p);
+        if (!strstr(lit.p, "FUZZTOKEN") && !memmem(payload, plen, "FUZZTOKEN", 9) && !strstr(s, "FUZZTOKEN"))
+            FUZZ_CHECK(!strstr(shown.p, "FUZZTOKEN"), "token shown: '%s'", shown.p);
         buf_reset(&masked);
-        FUZZ_CHECK(tpl_mask_query(shown.p, "token, key, secret", &masked) == 0, "mask failed");
-        FUZZ_CHECK(masked.len <= shown.len * 2 + 8, "mask grew '%s' to '%s'", shown.p, masked.p);
+        FUZZ_CHECK(urlmask_url(shown.p, "c, d", &masked) == 0, "mask failed");
+        /* a one-byte segment or value becomes "***" */
+        FUZZ_CHECK(masked.len <= shown.len * 3 + 8, "mask grew '%s' to '%s'", shown.p, masked.p);
     }
     tpl_free(&t);
 out:

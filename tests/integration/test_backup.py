@@ -11,7 +11,13 @@
 import sqlite3
 import threading
 
+import pytest
+
 from conftest import Reply, wait_until
+
+# hookd backup and restore copy the SQLite file; on PostgreSQL the database
+# is backed up with pg_dump or pg_basebackup (hookd backup says so)
+pytestmark = pytest.mark.sqlite_only("hookd backup/restore copy the SQLite file (PostgreSQL: pg_dump)")
 
 
 def integrity(path):

@@ -57,12 +57,19 @@ def test_client_enqueues_and_hookd_delivers(name, hookd, receiver):
     assert rc == 0, (rc, out, err)
     assert out.strip() == "acked=%d duplicates=0" % n, (out, err)
     wait_until(lambda: len(delivered_ids(rcv)) == n, 30, msg="%s: all %d delivered" % (name, n))
+    d.idle(30)
     assert delivered_ids(rcv) == set(range(n))
-    events = {r.headers.get("webhook-id") for r in rcv.snapshot()}
-    assert len(events) == n
-    # the same events again: all duplicates, nothing new delivered
+    events = [r.headers.get("webhook-id") for r in rcv.snapshot()]
+    assert len(events) == n and len(set(events)) == n, "%d requests for %d events" % (len(events), len(set(events)))
+    # the same events again: all duplicates, nothing new delivered (the
+    # last enqueue is answered before hookd could hand anything on; idle
+    # then covers whatever it handed on)
     rc, out, err = finish(run_client(name, d.sock, "a", n, name))
     assert rc == 0 and out.strip() == "acked=%d duplicates=%d" % (n, n), (rc, out, err)
+    d.idle(30)
+    assert d.sql("SELECT count(*) FROM webhook_queue")[0][0] == n
+    d.stop()   # transfers in flight finish before it exits
+    assert rcv.count() == n, "the receiver got %d requests for %d events" % (rcv.count(), n)
 
 
 @pytest.mark.parametrize("name", sorted(CLIENTS))
@@ -78,6 +85,9 @@ def test_client_waits_for_hookd_to_start(name, hookd, receiver):
     rc, out, err = finish(p)
     assert rc == 0 and out.strip() == "acked=%d duplicates=0" % n, (rc, out, first + err)
     wait_until(lambda: len(delivered_ids(rcv)) == n, 30, msg="%s: all delivered after the wait" % name)
+    d.idle(30)
+    d.stop()
+    assert rcv.count() == n, "the receiver got %d requests for %d events" % (rcv.count(), n)
 
 
 @pytest.mark.parametrize("name", sorted(CLIENTS))

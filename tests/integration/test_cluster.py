@@ -176,13 +176,26 @@ def test_shared_breaker_opens_at_threshold_over_all_nodes_one_probe(hookd, recei
     senders = sql("SELECT count(DISTINCT claimed_by) FROM hookd_queue WHERE attempt_count > 0")[0][0]
     assert int(senders) >= 2, senders
     before = rcv.count("/dead")
-    # no node sends while it is open; after the cooldown, one probe in total
-    time.sleep(2.5)
-    assert rcv.count("/dead") == before, "sent while open"
-    wait_until(lambda: rcv.count("/dead") >= before + 1, 10, msg="the probe")
-    time.sleep(1.0)   # the other nodes had their chance to probe too
-    assert rcv.count("/dead") == before + 1, "more than one probe: %d" % (rcv.count("/dead") - before)
-    assert state() == "open"
+
+    def opened_at():   # epoch ms, as the breaker stored it
+        return int(sql("SELECT (extract(epoch FROM opened_at) * 1000)::bigint FROM endpoint_health "
+                       "WHERE endpoint_id = (SELECT id FROM endpoints WHERE name = 'dead')")[0][0])
+
+    # No node sends while it is open; after the cooldown, one probe in
+    # total. Times, not guessed waits, are the check: the first request
+    # after opening (the probe) leaves a cooldown after opened_at; it
+    # fails and reopens the breaker, and the next request of any node (the
+    # next probe) leaves a cooldown after the new opened_at.
+    t_open = opened_at()
+    wait_until(lambda: rcv.count("/dead") >= before + 1, 15, msg="the probe")
+    wait_until(lambda: state() == "open" and opened_at() > t_open, 15, msg="reopened by the failed probe")
+    t_reopen = opened_at()
+    wait_until(lambda: rcv.count("/dead") >= before + 2, 15, msg="the next probe")
+    probe, nxt = rcv.snapshot("/dead")[before:before + 2]
+    assert probe.t_wall * 1000 >= t_open + 3000 - 50, "sent %.3fs after opening (cooldown 3s)" % (
+        probe.t_wall - t_open / 1000.0)
+    assert nxt.t_wall * 1000 >= t_reopen + 3000 - 50, "a second probe %.3fs after reopening (cooldown 3s)" % (
+        nxt.t_wall - t_reopen / 1000.0)
     # the endpoint recovers: the next probe closes the breaker for every node
     rcv.set(200, "/dead")
     wait_until(lambda: state() == "closed", 15, msg="closed by the next probe")

@@ -281,6 +281,7 @@ def test_claims_ahead_start_after_successes_only_and_never_raise_concurrency(hoo
     assert most_at_once(rcv.snapshot()) <= 8
 
 
+@pytest.mark.serial  # a 10 ms window after the pause, and jobs ahead only when deliveries keep pace
 def test_pause_sends_back_jobs_claimed_ahead(hookd, receiver):
     """Pausing an endpoint while it drains a backlog: the requests already
     on the wire finish, and nothing else leaves once the pause is
@@ -304,6 +305,7 @@ def test_pause_sends_back_jobs_claimed_ahead(hookd, receiver):
     assert rcv.count() == 300 and len({r.event_id for r in rcv.snapshot()}) == 300, (n, rcv.count())
 
 
+@pytest.mark.serial  # holds a wall-clock bound (a request's arrival against the opening)
 def test_breaker_trip_with_many_in_flight_logs_once_then_silent(hookd, receiver):
     """30 messages in flight at once (fixed concurrency, max_in_flight 64)
     all fail: the breaker opens at the 10th failure and the 20 late
@@ -323,10 +325,13 @@ def test_breaker_trip_with_many_in_flight_logs_once_then_silent(hookd, receiver)
     assert [(x["from"], x["to"], x["failures"]) for x in t] == [("closed", "open", "10")], t
     # retries claimed while fewer than 10 results were in (zero backoff
     # is possible) may still be on the wire when it opens; nothing may
-    # leave after that (the probe's time below shows it)
+    # leave after that (the probe's time below shows it). The receiver
+    # notes a request when it has read it: 250 ms of slack for one sent
+    # before the opening and read late on a loaded machine (with 1-10 ms
+    # retries a leaking breaker sends far more, and later, than that)
     wait_until(lambda: all(r.t_done for r in rcv.snapshot()), 5, msg="the requests sent before opening answered")
     before = rcv.snapshot()
-    late = [r for r in before if r.t_wall > opened + 0.05]
+    late = [r for r in before if r.t_wall > opened + 0.25]
     assert not late, "%d requests sent during the cooldown (%s s after opening)" % (
         len(late), ["%.3f" % (r.t_wall - opened) for r in late])
     assert all(r.t_done for r in before), "requests still unanswered"
@@ -346,7 +351,8 @@ def test_breaker_storm_is_summarised_not_logged_line_by_line(hookd):
     """40 endpoints whose connections are refused open their breakers
     (failure_threshold 1) within a second: 20 breaker_transition lines,
     then one breaker_transitions line counting the other 20 when the 10 s
-    window ends. Every breaker is open all the same."""
+    window ends; their dead letters likewise (dead_letter, endpoint_failures).
+    Every breaker is open all the same."""
     from conftest import free_port
     port = free_port()   # nothing listens there
     eps = {"p%02d" % i: {"url": "http://127.0.0.1:%d/p%d" % (port, i), "failure_threshold": 1,
@@ -363,6 +369,10 @@ def test_breaker_storm_is_summarised_not_logged_line_by_line(hookd):
     assert len(summary) == 1, summary
     assert summary[0]["held_back"] == "20" and summary[0]["to_open"] == "20", summary[0]
     assert summary[0]["to_closed"] == "0" and summary[0]["to_half_open"] == "0"
+    # the 40 dead letters share a budget of their own, summarised the same way
+    assert len(events(d, "dead_letter")) == 20
+    fsum = events(d, "endpoint_failures")
+    assert len(fsum) == 1 and fsum[0]["held_back"] == "20" and fsum[0]["dead_letters"] == "20", fsum
 
 
 @pytest.mark.serial  # holds a wall-clock bound

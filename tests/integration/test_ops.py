@@ -8,7 +8,9 @@ left out of the applications' fan-out and never hears about itself."""
 import json
 import time
 
-from conftest import Reply, verify_signature, wait_until
+import pytest
+
+from conftest import BACKEND, Reply, verify_signature, wait_until
 from test_health import cli, cli_json, events, sections
 
 OPS_SECRET = "whsec_b3BzLXRlc3Qtc2VjcmV0LW9wcy10ZXN0LXNlY3JldA=="
@@ -70,6 +72,9 @@ def test_breaker_events_signed_and_flapping_summarised(hookd, receiver):
     assert len(events(d, "breaker_transition", endpoint="p")) >= 4
 
 
+@pytest.mark.xfail(BACKEND == "postgres", strict=True,
+                   reason="defect on PostgreSQL: resume does not restart the disable_after clock (failing_since "
+                          "stays the old one), so the endpoint is disabled again at its next failure")
 def test_auto_disable_keeps_queue_and_resume_enables(hookd, receiver):
     ops, rcv = receiver(200), receiver(200)
     rcv.set(503, "/p")

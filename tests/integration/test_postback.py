@@ -153,6 +153,65 @@ def test_raw_value_with_blank_refused(hookd, receiver):
     assert rcv.count() == 0
 
 
+def test_raw_value_with_url_syntax_refused_unless_allowed(hookd, receiver):
+    """A raw value may not leave the template's path or add parameters:
+    dead at once with template_unsafe, nothing sent. With raw_allow the
+    value goes out, and the attempt log shows the URL curl requested
+    (the dot segments it removed), masked."""
+    rcv = receiver(200)
+    d = hookd(endpoints={
+        "aff": {"url": rcv.url("/pb") + "/{p|raw}?c={c|raw}", "method": "GET", "failure_threshold": 2},
+        "open": {"url": rcv.url("/pb") + "/{p|raw}?c={c|raw}", "method": "GET", "raw_allow": "p, c"},
+    })
+    for p, c in (("../../admin/delete", "1"), ("x", "1&token=abc"), ("a%2F..", "1"), ("x", "a=b"), ("x", "q?#")):
+        r = d.enqueue("aff", {"p": p, "c": c})
+        row = d.wait_status(r["id"], DONE)
+        assert row["status"] == "dead_letter" and row["last_error_class"] == "template_unsafe", row
+        assert row["attempt_count"] == 1 and "raw_allow" in row["last_error"], row
+        (a,) = attempts(d, r["id"])
+        assert a["error_class"] == "template_unsafe" and a["url"] is None
+    assert d.endpoints()["aff"]["state"] == "closed"   # never sent: says nothing of the endpoint
+    ok = d.enqueue("aff", {"p": "v1.2", "c": "A-1~b"})
+    assert d.wait_status(ok["id"], DONE)["status"] == "delivered"
+    assert rcv.wait_for(1)[0].line == "GET /pb/v1.2?c=A-1~b HTTP/1.1"
+    r = d.enqueue("open", {"p": "a/../../admin", "c": "1&token=abc"})
+    assert d.wait_status(r["id"], DONE)["status"] == "delivered"
+    assert rcv.wait_for(2)[1].line == "GET /admin?c=1&token=abc HTTP/1.1"
+    (a,) = attempts(d, r["id"])
+    assert a["url"] == rcv.url("/admin") + "?c=1&token=***", a
+
+
+def test_response_excerpt_terminal_controls_escaped(hookd, receiver, tmp_path):
+    """C1 controls (CSI, OSC) and bidi overrides from a receiver reach no
+    terminal: escaped in the stored excerpt, in `hookd attempts` and its
+    --json, whose class is said once."""
+    body = "ok \u009b2J \u009d0;x\u0007 \u202eevil\u2066 \x1b[31m".encode()
+    rcv = receiver(Reply(500, body=body))
+    d = hookd(endpoints={"a": {"url": rcv.url("/x"), "max_attempts": 1}})
+    r = d.enqueue("a", {"n": 1})
+    d.wait_status(r["id"], DONE)
+    (a,) = attempts(d, r["id"])
+    assert a["response"] == "ok \\u009b2J \\u009d0;x\\x07 \\u202eevil\\u2066 \\x1b[31m", a["response"]
+    bad = ["\x1b", "\x07", "\u009b", "\u009d", "\u202e", "\u2066"]
+    for args in (["attempts", str(r["id"])], ["attempts", str(r["id"]), "--json"], ["get", str(r["id"])]):
+        out = cli(d, *args)
+        assert out.returncode == 0, out
+        for ch in bad:
+            assert ch not in out.stdout, (args, ch, out.stdout)
+    assert "\\u202eevil" in cli(d, "attempts", str(r["id"])).stdout
+
+
+def test_attempts_say_the_error_class_once(hookd):
+    d = hookd(endpoints={"a": {"url": "http://127.0.0.1:1/x", "max_attempts": 1}})
+    r = d.enqueue("a", {"n": 1})
+    row = d.wait_status(r["id"], DONE)
+    assert row["last_error"].startswith("connect_failed: "), row
+    out = cli(d, "attempts", str(r["id"])).stdout
+    assert "  error     connect_failed: " in out and "connect_failed: connect_failed" not in out, out
+    out = cli(d, "get", str(r["id"])).stdout
+    assert "connect_failed: connect_failed" not in out, out
+
+
 def test_response_excerpt_capped_and_escaped(hookd, receiver):
     rcv = receiver(Reply(500, body=b"line1\nline2\t\x01" + b"z" * 3000))
     d = hookd(endpoints={"a": {"url": rcv.url("/x"), "max_attempts": 1}})
@@ -249,3 +308,21 @@ def test_ordering_dead_letter_releases_the_next(hookd, receiver):
     assert d.wait_status(one["id"], DONE)["status"] == "dead_letter"
     assert d.wait_status(two["id"], DONE)["status"] == "delivered"
     assert [r.line for r in rcv.snapshot()] == ["GET /pb?k=K&n=1 HTTP/1.1", "GET /pb?k=K&n=2 HTTP/1.1"]
+
+
+def test_credentials_in_urls_masked_for_readers(hookd, receiver):
+    """Query parameters by name fragment and path credentials are masked
+    in listings and attempt logs; the request itself carries them."""
+    rcv = receiver(200)
+    tok = "Zx81Kq02Lm93Np04Rs75Tu6v"
+    url = rcv.url("/services/T01/B02/" + tok) + "?apiKey=K1&X-Auth-Token=K2&client_secret=K3&page=2"
+    d = hookd(endpoints={"slack": {"url": url, "max_attempts": 1}})
+    shown = rcv.url("/services/***/***/***") + "?apiKey=***&X-Auth-Token=***&client_secret=***&page=2"
+    assert d.endpoints()["slack"]["url"] == shown
+    r = d.enqueue("slack", {"n": 1})
+    assert d.wait_status(r["id"], DONE)["status"] == "delivered"
+    assert tok in rcv.wait_for(1)[0].line and "apiKey=K1" in rcv.wait_for(1)[0].line
+    (a,) = attempts(d, r["id"])
+    assert a["url"] == shown, a
+    out = cli(d, "endpoints").stdout + cli(d, "attempts", str(r["id"])).stdout
+    assert tok not in out and "K1" not in out and "K2" not in out and "K3" not in out, out

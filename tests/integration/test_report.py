@@ -174,3 +174,22 @@ def test_report_renders_in_headless_chromium(busy_daemon, tmp_path):
     boxes = [re.search(r'"SVG (\w+) (\d+) (\d+)"', l).groups() for l in console_lines(err) if '"SVG ' in l]
     assert len(boxes) == nsvg, (boxes, console_lines(err))
     assert all(int(w) >= 600 and int(h) >= 40 for _, w, h in boxes), boxes
+
+
+def test_report_temp_file_never_follows_a_link(hookd, tmp_path):
+    """FILE.tmp is created afresh (O_EXCL|O_NOFOLLOW), 0600: a link or file
+    planted under that name in a shared directory gets nothing."""
+    d = hookd(endpoints={"a": {"url": "http://127.0.0.1:9/x"}})
+    out = tmp_path / "r.html"
+    p = cli(d, "report", "--html", out)
+    assert p.returncode == 0, p.stderr
+    assert (os.stat(out).st_mode & 0o777) == 0o600
+    assert not os.path.exists(str(out) + ".tmp")
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    os.symlink(victim, str(out) + ".tmp")
+    before = out.read_text()
+    p = cli(d, "report", "--html", out)
+    assert p.returncode != 0 and "r.html.tmp" in p.stderr, (p.returncode, p.stderr)
+    assert victim.read_text() == "keep" and out.read_text() == before
+    assert os.path.islink(str(out) + ".tmp")   # not ours to remove

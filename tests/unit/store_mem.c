@@ -311,6 +311,39 @@ static int m_recover(struct store *s, int64_t now, int64_t *n)
             st->msg[i].next_attempt_at = now;
             (*n)++;
         }
+    for (i = 0; i < st->nmsg; i++) {
+        struct mem_msg *m = &st->msg[i];
+        if (!waiting(m) || ep_by_id(st, m->endpoint_id))
+            continue;
+        m->status = MSG_DEAD_LETTER;   /* waiting for a deleted endpoint */
+        m->next_attempt_at = now;
+        set_str(&m->last_error, "endpoint deleted");
+        set_str(&m->last_error_class, "endpoint_deleted");
+    }
+    return 0;
+}
+
+static int m_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows)
+{
+    struct mem_state *st = ST(s);
+    size_t i;
+
+    (void)mine_only;   /* one process */
+    if (writer_only(s, "clock_step"))
+        return -1;
+    *rows = 0;
+    for (i = 0; i < st->nmsg; i++)
+        if (waiting(&st->msg[i]) || st->msg[i].status == MSG_IN_FLIGHT) {
+            st->msg[i].next_attempt_at += step_ms;
+            st->msg[i].created_at += step_ms;
+            (*rows)++;
+        }
+    for (i = 0; i < st->nhl; i++) {
+        if (st->hl[i].h.opened_at > 0)
+            st->hl[i].h.opened_at += step_ms;
+        if (st->hl[i].h.failing_since > 0)
+            st->hl[i].h.failing_since += step_ms;
+    }
     return 0;
 }
 
@@ -391,6 +424,8 @@ static int m_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t
         m->claimed_at = v[i].claim ? now : 0;
         m->max_attempts = v[i].max_attempts;
         m->created_at = m->next_attempt_at = now;
+        if (!v[i].claim && v[i].due_at > now)
+            m->next_attempt_at = v[i].due_at;
         m->ordering_key = v[i].claim ? NULL : dup_or_null(v[i].ordering_key);
         v[i].id = m->id;
     }
@@ -626,7 +661,7 @@ static int in_filter(const struct mem_msg *m, const struct store_filter *f, unsi
            (!f->endpoint_id || m->endpoint_id == f->endpoint_id) && m->created_at >= f->since;
 }
 
-static int m_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n)
+static int m_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n, int64_t *gone)
 {
     struct mem_state *st = ST(s);
     /* never pending or in_flight rows */
@@ -635,12 +670,16 @@ static int m_requeue(struct store *s, const struct store_filter *f, int64_t now,
 
     if (writer_only(s, "requeue"))
         return -1;
-    *n = 0;
+    *n = *gone = 0;
     for (i = 0; i < st->nmsg; i++) {
         struct mem_msg *m = &st->msg[i];
         struct mem_attempt *a;
         if (!in_filter(m, f, ok) || m->erased_at)
             continue;
+        if (!ep_by_id(st, m->endpoint_id)) {
+            (*gone)++;
+            continue;
+        }
         /* the requeue is attempt 0 of the next generation */
         m->generation++;
         st->att = grow(st->att, st->natt, sizeof *st->att);
@@ -808,7 +847,12 @@ static int m_endpoint_put(struct store *s, const struct ep_def *d, int from_conf
         e->id = ++st->next_ep_id;
         paused = d->paused;
     } else {
-        paused = e->def.paused;   /* a put never changes paused */
+        /* paused changes only when the definition says it */
+        paused = d->paused_given ? d->paused : e->def.paused;
+        if (d->paused_given && d->paused != e->def.paused) {
+            free(e->pause_reason);
+            e->pause_reason = d->paused ? strdup(from_config ? "config" : "operator") : NULL;
+        }
         ep_def_free(&e->def);
     }
     if (ep_def_copy(&e->def, d) < 0)
@@ -1089,7 +1133,10 @@ static int m_queue_stats(struct store *s, int64_t now, int with_delivered, struc
         return -1;
     for (i = 0; i < st->nmsg; i++) {
         const struct mem_msg *m = &st->msg[i];
-        if (m->status != MSG_DELIVERED || with_delivered)
+        int sched = m->status == MSG_PENDING && m->next_attempt_at > now;
+        if (sched)
+            out->scheduled++;
+        else if (m->status != MSG_DELIVERED || with_delivered)
             out->n[m->status]++;
         if (m->status == MSG_DELIVERED && m->delivered_at >= now - 3600000) {
             out->delivered_last_hour++;
@@ -1097,10 +1144,12 @@ static int m_queue_stats(struct store *s, int64_t now, int with_delivered, struc
         }
         if ((m->status == MSG_FAILED || m->status == MSG_DEAD_LETTER) && m->created_at >= now - 3600000)
             out->failed_last_hour++;
-        if (waiting(m) && m->id < oldest_id) {
+        if (waiting(m) && !sched && m->id < oldest_id) {
             oldest_id = m->id;
             out->has_oldest = 1;
-            out->oldest_pending = m->created_at;
+            out->oldest_pending = m->status == MSG_PENDING && m->next_attempt_at > m->created_at
+                                      ? m->next_attempt_at
+                                      : m->created_at;
         }
     }
     if (out->delivered_last_hour) {
@@ -1483,6 +1532,7 @@ static const struct store_ops mem_ops = {
     .health_save = m_health_save,
     .rollup_save = m_rollup_save,
     .latency_ring_size = m_latency_ring_size,
+    .clock_step = m_clock_step,
     .checkpoint = m_checkpoint,
     .backup = m_backup,
     .snapshot_begin = m_snapshot_begin,

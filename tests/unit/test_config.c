@@ -286,6 +286,36 @@ static void test_rate_windows(void **st)
     ep_def_free(&d);
 }
 
+/* The same definition again keeps an endpoint's snapshot (registry.c):
+ * every key that changes deliveries must make them differ, paused not. */
+static void test_def_same(void **st)
+{
+    static const char *const change[][2] = {
+        {"url", "http://127.0.0.1:9/other"}, {"secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+        {"header", "X-Other: 1"}, {"event_types", "lead"}, {"max_attempts", "9"}, {"timeout", "3s"},
+        {"rate", "5/s"}, {"method", "GET"}, {"ordering_key", "{k}"}, {"success_status", "201"},
+    };
+    struct ep_def a, b;
+    char err[200];
+    size_t i;
+
+    (void)st;
+    for (i = 0; i < sizeof change / sizeof change[0]; i++) {
+        ep_def_init(&a);
+        util_strlcpy(a.name, "a", sizeof a.name);
+        assert_int_equal(ep_def_set(&a, "url", "http://127.0.0.1:9/hook", err, sizeof err), 0);
+        assert_int_equal(ep_def_copy(&b, &a), 0);
+        assert_true(ep_def_same(&a, &b));
+        assert_int_equal(ep_def_set(&b, "paused", "yes", err, sizeof err), 0);
+        assert_true(ep_def_same(&a, &b));
+        assert_int_equal(ep_def_set(&b, change[i][0], change[i][1], err, sizeof err), 0);
+        if (ep_def_same(&a, &b))
+            fail_msg("%s = %s: still the same", change[i][0], change[i][1]);
+        ep_def_free(&a);
+        ep_def_free(&b);
+    }
+}
+
 static void test_durations_sizes(void **st)
 {
     int64_t v;
@@ -375,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_postback_keys_and_continuations),
         cmocka_unit_test(test_rate_windows),
         cmocka_unit_test(test_durations_sizes),
+        cmocka_unit_test(test_def_same),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,7 +94,7 @@ static struct endpoint *add_endpoint(struct fx *f, const char *name, const char 
         f->c.endpoints = NULL;
     f->c.endpoints = realloc(f->c.endpoints, (f->c.n_endpoints + 1) * sizeof *f->c.endpoints);
     OK(ep_def_copy(&f->c.endpoints[f->c.n_endpoints++], &d));
-    OK(admin_sync_config(&f->reg, f->st, f->c.endpoints, f->c.n_endpoints, f->now));
+    OK(admin_sync_config(&f->reg, f->st, f->c.endpoints, f->c.n_endpoints, 0, f->now));
     ep_def_free(&d);
     e = registry_by_name(&f->reg, name);
     assert_non_null(e);
@@ -109,7 +109,7 @@ static void enqueue(struct fx *f, struct endpoint *e, int n)
     OK(f->st->ops->begin(f->st, 1));
     for (i = 0; i < n; i++) {
         char eid[32];
-        struct store_enqueue q = {e->id, eid, NULL, "{}", 2, (int)e->conf->eff.max_attempts, NULL, 0, 0, 0};
+        struct store_enqueue q = {e->id, eid, NULL, "{}", 2, (int)e->conf->eff.max_attempts, NULL, 0, 0, 0, 0};
         snprintf(eid, sizeof eid, "evt_%d", ++seq);
         OK(f->st->ops->enqueue(f->st, &q, 1, f->now));
     }
@@ -351,6 +351,85 @@ static void breaker_opens_at_threshold_then_one_probe(void **state)
     assert_int_equal(a->conf->hold, 0);
     jobs = claim(f, 100);
     assert_int_equal(count(jobs, 0), 1);   /* max_in_flight 1 */
+    result(jobs, 200, ERRC_NONE);
+    settle(f, jobs);
+}
+
+/* The wall clock steps by ms (elapsed time does not move): what the
+ * writer does when it sees it (writer.c save_step): the endpoints' times
+ * at once, the stored ones in one transaction, then every endpoint asks
+ * the store for its next due row. */
+static void clock_step(struct fx *f, int64_t ms)
+{
+    int64_t rows;
+    size_t i;
+
+    f->now += ms;
+    registry_clock_step(&f->reg, ms);
+    OK(f->st->ops->begin(f->st, 0));
+    OK(f->st->ops->clock_step(f->st, ms, 0, &rows));
+    OK(f->st->ops->commit(f->st));
+    for (i = 0; i < f->reg.n; i++)
+        f->reg.v[i]->next_due = 0;
+}
+
+/* Back an hour with the breaker open and retries waiting: the cooldown
+ * ends 60 s after the opening, as it would have; forward an hour with a
+ * retry 5 s out: it waits its 5 s. */
+static void clock_steps_keep_waits(void **state)
+{
+    struct fx *f = *state;
+    const int64_t H = 3600000;
+    struct endpoint *a = add_endpoint(f, "a", "max_in_flight", "1");
+    struct djob *jobs;
+    int i, delivered = 0;
+
+    enqueue(f, a, 5);
+    for (i = 0; i < 3; i++) {
+        jobs = claim(f, 100);
+        assert_int_equal(count(jobs, 0), 1);
+        result(jobs, 503, ERRC_NONE);
+        settle(f, jobs);
+    }
+    assert_int_equal(a->br.state, BREAKER_OPEN);
+    clock_step(f, -H);
+    assert_null(claim(f, 100));   /* still cooling down, not for an hour more */
+    f->now += 59999;
+    f->mono += 59999;
+    assert_null(claim(f, 100));
+    f->now += 1;
+    f->mono += 1;
+    jobs = claim(f, 100);
+    assert_int_equal(count(jobs, 0), 1);
+    assert_true(jobs->probe);
+    result(jobs, 200, ERRC_NONE);
+    settle(f, jobs);
+    assert_int_equal(a->br.state, BREAKER_CLOSED);
+    /* the three retries (due within 8 s of the failures) and the rest
+     * go now: nothing waits for the hour the clock went back */
+    for (i = 0; i < 10 && (jobs = claim(f, 100)); i++) {
+        delivered += count(jobs, 0);
+        result(jobs, 200, ERRC_NONE);
+        settle(f, jobs);
+    }
+    assert_int_equal(delivered, 4);
+    assert_int_equal(statuses(f).n[MSG_DELIVERED], 5);
+    /* a 503 asking for 5 s, then the clock an hour ahead */
+    enqueue(f, a, 1);
+    jobs = claim(f, 100);
+    assert_int_equal(count(jobs, 0), 1);
+    result(jobs, 503, ERRC_NONE);
+    jobs->retry_after_ms = 5000;
+    settle(f, jobs);
+    clock_step(f, H);
+    assert_null(claim(f, 100));
+    f->now += 4999;
+    f->mono += 4999;
+    assert_null(claim(f, 100));
+    f->now += 1;
+    f->mono += 1;
+    jobs = claim(f, 100);
+    assert_int_equal(count(jobs, 0), 1);
     result(jobs, 200, ERRC_NONE);
     settle(f, jobs);
 }
@@ -927,6 +1006,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(claims_are_capped_and_fair, setup, teardown),
         cmocka_unit_test_setup_teardown(rate_windows_hold_back_claims, setup, teardown),
         cmocka_unit_test_setup_teardown(breaker_opens_at_threshold_then_one_probe, setup, teardown),
+        cmocka_unit_test_setup_teardown(clock_steps_keep_waits, setup, teardown),
         cmocka_unit_test_setup_teardown(adaptive_limit_starts_small, setup, teardown),
         cmocka_unit_test_setup_teardown(slow_scan_lowers_threshold_and_keeps_it, setup, teardown),
         cmocka_unit_test_setup_teardown(a_crash_returns_claims_to_the_queue, setup, teardown),

@@ -185,6 +185,37 @@ static void cap_changes_clamp_the_limit(void **state)
     assert_int_equal(limiter_current(&l), 16);
 }
 
+static void a_saved_limit_is_restored_within_the_cap(void **state)
+{
+    struct limiter l;
+    int64_t now = T0;
+
+    (void)state;
+    limiter_init(&l, 64);
+    limiter_restore(&l, 34);
+    assert_int_equal(limiter_current(&l), 34);
+    /* from there one more per round trip, not twice as many */
+    now = round_trip(&l, LIMITER_OK, 10, now);
+    assert_in_range(limiter_current(&l), 34, 35);
+    /* nothing saved, or a fixed limit: as it was */
+    limiter_init(&l, 64);
+    limiter_restore(&l, 0);
+    assert_int_equal(limiter_current(&l), 1);
+    limiter_set_cap(&l, 16, 1);
+    limiter_restore(&l, 3);
+    assert_int_equal(limiter_current(&l), 16);
+    /* above a cap lowered since: the cap */
+    limiter_init(&l, 8);
+    limiter_restore(&l, 34);
+    assert_int_equal(limiter_current(&l), 8);
+    /* a saved 1 starts over in slow start: doubling per round trip */
+    limiter_init(&l, 64);
+    limiter_restore(&l, 1);
+    now = round_trip(&l, LIMITER_OK, 10, now);
+    now = round_trip(&l, LIMITER_OK, 10, now);
+    assert_int_equal(limiter_current(&l), 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -196,6 +227,7 @@ int main(void)
         cmocka_unit_test(jitter_is_not_congestion),
         cmocka_unit_test(an_idle_limit_does_not_grow),
         cmocka_unit_test(cap_changes_clamp_the_limit),
+        cmocka_unit_test(a_saved_limit_is_restored_within_the_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,9 @@ static const struct store_endpoint_info sample_eps[] = {
      .h = {.state = BREAKER_HALF_OPEN, .has_latency = 1, .p50_ms = 0, .p95_ms = 5, .p99_ms = 999, .sample_count = 3}},
 };
 
+/* per sample_eps entry: the filter counter shows only where non-zero */
+static const uint64_t sample_filtered[] = {5, 0, 0};
+
 static void sample(struct metrics_snapshot *m)
 {
     memset(m, 0, sizeof *m);
@@ -31,6 +34,7 @@ static void sample(struct metrics_snapshot *m)
     m->queue[MSG_IN_FLIGHT] = 1;
     m->queue[MSG_DELIVERED] = 1000;
     m->queue[MSG_DEAD_LETTER] = 4;
+    m->scheduled = 3;
     m->has_oldest_pending = 1;
     m->oldest_pending_age_ms = 61500;
     m->outcomes[0] = 10;
@@ -48,6 +52,7 @@ static void sample(struct metrics_snapshot *m)
     m->ahead[0] = 5;
     m->eps = sample_eps;
     m->neps = sizeof sample_eps / sizeof sample_eps[0];
+    m->filtered = sample_filtered;
 }
 
 static const char expected[] =
@@ -64,6 +69,7 @@ static const char expected[] =
     "hookd_queue_messages{status=\"in_flight\"} 1\n"
     "hookd_queue_messages{status=\"delivered\"} 1000\n"
     "hookd_queue_messages{status=\"dead_letter\"} 4\n"
+    "hookd_queue_messages{status=\"scheduled\"} 3\n"
     "# HELP hookd_dead_letters Messages in the dead letter queue.\n"
     "# TYPE hookd_dead_letters gauge\n"
     "hookd_dead_letters 4\n"
@@ -116,7 +122,11 @@ static const char expected[] =
     "# TYPE hookd_endpoint_latency_samples gauge\n"
     "hookd_endpoint_latency_samples{endpoint=\"alpha\"} 40\n"
     "hookd_endpoint_latency_samples{endpoint=\"we\\\"ird\\\\na\\nme\"} 0\n"
-    "hookd_endpoint_latency_samples{endpoint=\"probe\"} 3\n";
+    "hookd_endpoint_latency_samples{endpoint=\"probe\"} 3\n"
+    "# HELP hookd_endpoint_filtered_total Messages the endpoint's filter kept out since start (absent until the "
+    "first).\n"
+    "# TYPE hookd_endpoint_filtered_total counter\n"
+    "hookd_endpoint_filtered_total{endpoint=\"alpha\"} 5\n";
 
 static char *render(const struct metrics_snapshot *m)
 {

@@ -118,17 +118,17 @@ static void test_v6_ranges(void **state)
         /* NAT64 well-known prefix. */
         { "64:ff9b::7f00:1", "loopback" }, { "64:ff9b::10.0.0.1", "private" },
         { "64:ff9b::c0a8:101", "private" }, { "64:ff9b::8.8.8.8", NULL },
-        { "64:ff9b:0:0:0:1::", NULL }, /* outside the /96 */
+        { "64:ff9b:0:0:0:1::", "reserved" }, /* outside the /96: unallocated 0000::/8 */
         /* 6to4: the IPv4 address sits in bits 16..47. */
         { "2002::", "this-network" }, { "2002:7f00:1::", "loopback" },
         { "2002:a00:1::1", "private" }, { "2002:c0a8:101::1", "private" },
         { "2002:808:808::", NULL }, { "2003::", NULL },
         { "2001:ffff:ffff:ffff:ffff:ffff:ffff:ffff", NULL },
         /* Unique local fc00::/7. */
-        { "fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", NULL },
+        { "fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "reserved" },
         { "fc00::", "unique-local" }, { "fd12:3456::1", "unique-local" },
         { "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "unique-local" },
-        { "fe00::", NULL }, { "fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff", NULL },
+        { "fe00::", "reserved" }, { "fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "reserved" },
         /* Link-local fe80::/10, site-local fec0::/10. */
         { "fe80::", "link-local" }, { "fe80::1", "link-local" },
         { "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "link-local" },
@@ -143,19 +143,104 @@ static void test_v6_ranges(void **state)
         { "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", "documentation" },
         { "2001:db9::", NULL },
         /* Discard-only 100::/64. */
-        { "ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", NULL },
+        { "ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "reserved" },
         { "100::", "discard" }, { "100::ffff:ffff:ffff:ffff", "discard" },
-        { "100:0:0:1::", NULL },
+        { "100:0:0:1::", "dummy" },
         /* IETF protocol assignments 2001::/23 (Teredo, benchmarking, ...). */
         { "2000:ffff:ffff:ffff:ffff:ffff:ffff:ffff", NULL },
-        { "2001::", "ietf-special" }, { "2001:0:4136:e378:8000:63bf:3fff:fdd2", "ietf-special" },
-        { "2001:2::1", "ietf-special" },
-        { "2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff", "ietf-special" },
+        { "2001::", "teredo" }, { "2001:0:4136:e378:8000:63bf:3fff:fdd2", "teredo" },
+        { "2001:2::1", "benchmarking" },
+        { "2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff", "ietf-protocol" },
         { "2001:200::", NULL },
         /* Ordinary global unicast. */
         { "2606:4700:4700::1111", NULL }, { "2a00:1450:4001:81b::200e", NULL },
     };
     check_table(t, N(t));
+}
+
+/* Every block of the IANA IPv4 and IPv6 Special-Purpose Address
+ * Registries, multicast, and the space IANA does not allocate for
+ * unicast: a first and a last address inside, and an address just
+ * outside that is ordinary public space. */
+struct range { const char *cidr, *first, *last, *outside, *want; };
+
+static void check_ranges(const struct range *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct blk b[3] = { { t[i].first, t[i].want }, { t[i].last, t[i].want }, { t[i].outside, NULL } };
+        check_table(b, t[i].outside ? 3 : 2);
+    }
+}
+
+static void test_special_purpose_v4(void **state)
+{
+    (void)state;
+    static const struct range t[] = {
+        { "0.0.0.0/8", "0.0.0.0", "0.255.255.255", "1.0.0.0", "this-network" },
+        { "10.0.0.0/8", "10.0.0.0", "10.255.255.255", "11.0.0.0", "private" },
+        { "100.64.0.0/10", "100.64.0.0", "100.127.255.255", "100.128.0.0", "cgnat" },
+        { "127.0.0.0/8", "127.0.0.0", "127.255.255.255", "128.0.0.0", "loopback" },
+        { "169.254.0.0/16", "169.254.0.0", "169.254.255.255", "169.255.0.0", "link-local" },
+        { "172.16.0.0/12", "172.16.0.0", "172.31.255.255", "172.32.0.0", "private" },
+        { "192.0.0.0/24", "192.0.0.0", "192.0.0.255", "192.0.1.0", "ietf-protocol" },
+        { "192.0.0.0/29 DS-Lite", "192.0.0.1", "192.0.0.7", NULL, "ietf-protocol" },
+        { "192.0.0.8/32 dummy, .9 PCP, .10 TURN", "192.0.0.8", "192.0.0.10", NULL, "ietf-protocol" },
+        { "192.0.0.170/31 NAT64 discovery", "192.0.0.170", "192.0.0.171", NULL, "ietf-protocol" },
+        { "192.0.2.0/24", "192.0.2.0", "192.0.2.255", "192.0.3.0", "documentation" },
+        { "192.31.196.0/24", "192.31.196.0", "192.31.196.255", "192.31.197.0", "as112" },
+        { "192.52.193.0/24", "192.52.193.0", "192.52.193.255", "192.52.192.255", "amt" },
+        { "192.88.99.0/24", "192.88.99.0", "192.88.99.255", "192.88.100.0", "6to4-relay" },
+        { "192.168.0.0/16", "192.168.0.0", "192.168.255.255", "192.169.0.0", "private" },
+        { "192.175.48.0/24", "192.175.48.0", "192.175.48.255", "192.175.49.0", "as112" },
+        { "198.18.0.0/15", "198.18.0.0", "198.19.255.255", "198.20.0.0", "benchmarking" },
+        { "198.51.100.0/24", "198.51.100.0", "198.51.100.255", "198.51.101.0", "documentation" },
+        { "203.0.113.0/24", "203.0.113.0", "203.0.113.255", "203.0.114.0", "documentation" },
+        { "224.0.0.0/4", "224.0.0.0", "239.255.255.255", "223.255.255.255", "multicast" },
+        { "240.0.0.0/4", "240.0.0.0", "255.255.255.254", "223.255.255.254", "reserved" },
+        { "255.255.255.255/32", "255.255.255.255", "255.255.255.255", NULL, "broadcast" },
+    };
+    check_ranges(t, N(t));
+}
+
+static void test_special_purpose_v6(void **state)
+{
+    (void)state;
+    static const struct range t[] = {
+        { "::/128", "::", "::", "2606:4700::1", "unspecified" },
+        { "::1/128", "::1", "::1", "2606:4700::1", "loopback" },
+        /* forms with an IPv4 address inside: that address decides */
+        { "::ffff:0:0/96", "::ffff:127.0.0.1", "::ffff:127.255.255.255", "::ffff:8.8.8.8", "loopback" },
+        { "64:ff9b::/96", "64:ff9b::127.0.0.1", "64:ff9b::127.255.255.255", "64:ff9b::1.1.1.1", "loopback" },
+        { "2002::/16 (6to4)", "2002:a9fe:a9fe::", "2002:a9fe:a9fe:ffff:ffff:ffff:ffff:ffff", "2002:808:808::1",
+          "link-local" },
+        { "64:ff9b:1::/48", "64:ff9b:1::", "64:ff9b:1:ffff:ffff:ffff:ffff:ffff", "2606:4700::1", "nat64-local" },
+        { "100::/64", "100::", "100::ffff:ffff:ffff:ffff", "2606:4700::1", "discard" },
+        { "100:0:0:1::/64", "100:0:0:1::", "100:0:0:1:ffff:ffff:ffff:ffff", "2606:4700::1", "dummy" },
+        { "2001::/32", "2001::", "2001:0:ffff:ffff:ffff:ffff:ffff:ffff", NULL, "teredo" },
+        { "2001:1::1/128 PCP .. ::3 DNS-SD", "2001:1::1", "2001:1::3", NULL, "ietf-protocol" },
+        { "2001:2::/48", "2001:2::", "2001:2:0:ffff:ffff:ffff:ffff:ffff", NULL, "benchmarking" },
+        { "2001:3::/32", "2001:3::", "2001:3:ffff:ffff:ffff:ffff:ffff:ffff", NULL, "amt" },
+        { "2001:4:112::/48", "2001:4:112::", "2001:4:112:ffff:ffff:ffff:ffff:ffff", NULL, "as112" },
+        { "2001:10::/28", "2001:10::", "2001:1f:ffff:ffff:ffff:ffff:ffff:ffff", NULL, "orchid" },
+        { "2001:20::/28", "2001:20::", "2001:2f:ffff:ffff:ffff:ffff:ffff:ffff", NULL, "orchid" },
+        { "2001:30::/28", "2001:30::", "2001:3f:ffff:ffff:ffff:ffff:ffff:ffff", NULL, "drone-det" },
+        { "2001::/23", "2001:40::", "2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff", "2001:200::", "ietf-protocol" },
+        { "2001:db8::/32", "2001:db8::", "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", "2001:db9::", "documentation" },
+        { "2620:4f:8000::/48", "2620:4f:8000::", "2620:4f:8000:ffff:ffff:ffff:ffff:ffff", "2620:4f:8001::",
+          "as112" },
+        { "3fff::/20", "3fff::", "3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff", "3fff:1000::", "documentation" },
+        { "5f00::/16", "5f00::", "5f00:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2606:4700::1", "srv6-sid" },
+        { "fc00::/7", "fc00::", "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2606:4700::1", "unique-local" },
+        { "fe80::/10", "fe80::", "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2606:4700::1", "link-local" },
+        { "fec0::/10", "fec0::", "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2606:4700::1", "site-local" },
+        { "ff00::/8", "ff00::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2606:4700::1", "multicast" },
+        /* outside 2000::/3 */
+        { "0000::/8 rest", "::1:0:0:0", "ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "2000::", "reserved" },
+        { "4000::/3", "4000::", "5eff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "3fff:1000::", "reserved" },
+        { "e000::/4, f000::/5, f800::/6", "e000::", "fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "3fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+          "reserved" },
+    };
+    check_ranges(t, N(t));
 }
 
 static void test_unsupported_family(void **state)
@@ -542,6 +627,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_v4_ranges),
         cmocka_unit_test(test_v6_ranges),
+        cmocka_unit_test(test_special_purpose_v4),
+        cmocka_unit_test(test_special_purpose_v6),
         cmocka_unit_test(test_unsupported_family),
         cmocka_unit_test(test_misaligned_sockaddr),
         cmocka_unit_test(test_allow_list),

@@ -9,7 +9,12 @@
 #include <string.h>
 
 #include "msgsel.h"
+#include "jscan.h"
 #include "proto.h"
+#include "util.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
 
 static const struct proto_limits lim = {.max_payload = 64};
 
@@ -231,6 +236,211 @@ static void test_find_member(void **st)
     assert_int_equal(proto_find_member(j, strlen(j), "missing", &v, &n), -1);
 }
 
+/* A line of n members "m0".."m{n-1}" (each once) after "op":"ping". */
+static char *members_line(size_t n)
+{
+    struct buf b = {0};
+    size_t i;
+
+    buf_puts(&b, "{\"op\":\"ping\"");
+    for (i = 0; i < n; i++) {
+        buf_puts(&b, ",\"");
+        buf_printf(&b, "m%zu", i);
+        buf_puts(&b, "\":0");
+    }
+    buf_puts(&b, "}");
+    return b.p;
+}
+
+static void test_member_cap_names_the_limit(void **st)
+{
+    struct proto_req r;
+    struct proto_err err;
+    char *line, want[64];
+
+    (void)st;
+    /* 64 members in all: the cap itself is fine (ping lists none, so the
+     * first extra one is refused as unknown, not for the count) */
+    line = members_line(PROTO_MAX_MEMBERS - 1);
+    assert_int_equal(proto_parse(line, strlen(line), &lim, &r, &err), -1);
+    assert_string_equal(err.code, PERR_BAD_REQUEST);
+    assert_non_null(strstr(err.message, "unknown field 'm0'"));
+    free(line);
+    /* 65: refused for the count, before names or values are looked at */
+    line = members_line(PROTO_MAX_MEMBERS);
+    assert_int_equal(proto_parse(line, strlen(line), &lim, &r, &err), -1);
+    assert_string_equal(err.code, PERR_BAD_REQUEST);
+    snprintf(want, sizeof want, "limit of %d", PROTO_MAX_MEMBERS);
+    assert_non_null(strstr(err.message, want));
+    assert_non_null(strstr(err.message, "65 members"));
+    free(line);
+    /* 100,000 members (the issue's 1 MiB line): the same answer */
+    line = members_line(100000);
+    assert_int_equal(proto_parse(line, strlen(line), &lim, &r, &err), -1);
+    assert_string_equal(err.code, PERR_BAD_REQUEST);
+    assert_non_null(strstr(err.message, "100001 members"));
+    free(line);
+    /* members of the payload are not top-level members */
+    {
+        struct buf b = {0};
+        size_t i;
+        struct proto_limits big = {.max_payload = 1 << 20};
+        buf_puts(&b, "{\"op\":\"enqueue\",\"endpoint\":\"a\",\"payload\":{");
+        for (i = 0; i < 1000; i++)
+            buf_printf(&b, "%s\"k%zu\":%zu", i ? "," : "", i, i);
+        buf_puts(&b, "}}");
+        assert_int_equal(proto_parse(b.p, b.len, &big, &r, &err), 0);
+        assert_int_equal(r.op, OP_ENQUEUE);
+        assert_int_equal(r.payload_len, b.len - strlen("{\"op\":\"enqueue\",\"endpoint\":\"a\",\"payload\":") - 1);
+        proto_req_free(&r);
+        buf_free(&b);
+    }
+}
+
+static void test_first_repeat_is_linear_and_exact(void **st)
+{
+    struct proto_name v[5000];
+    char (*names)[16] = malloc(5000 * sizeof *names);
+    size_t i;
+
+    (void)st;
+    assert_non_null(names);
+    assert_int_equal(proto_first_repeat(v, 0), -1);
+    for (i = 0; i < 5000; i++) {
+        snprintf(names[i], sizeof names[i], "n%zu", i);
+        v[i].p = names[i];
+        v[i].len = strlen(names[i]);
+    }
+    /* all distinct, more than the small table holds */
+    assert_int_equal(proto_first_repeat(v, 5000), -1);
+    /* a repeat is found at its second occurrence */
+    v[4000] = v[17];
+    assert_int_equal(proto_first_repeat(v, 5000), 4000);
+    /* the first repeat is the one reported */
+    v[100] = v[3];
+    assert_int_equal(proto_first_repeat(v, 5000), 100);
+    /* a prefix or a longer name is not a repeat; the empty name is a name */
+    {
+        struct proto_name w[4] = {{"ab", 2}, {"abc", 3}, {"", 0}, {"a", 1}};
+        assert_int_equal(proto_first_repeat(w, 4), -1);
+        w[3] = w[2];
+        assert_int_equal(proto_first_repeat(w, 4), 3);
+    }
+    /* names with the same hash bucket but different bytes, and bytes
+     * past a NUL, are compared in full */
+    {
+        struct proto_name w[3] = {{"x\0a", 3}, {"x\0b", 3}, {"x\0a", 3}};
+        assert_int_equal(proto_first_repeat(w, 3), 2);
+    }
+    free(names);
+}
+
+static void test_repeated_member_refused_in_proto(void **st)
+{
+    struct proto_req r;
+    struct proto_err err;
+    const char *l = "{\"op\":\"get\",\"id\":1,\"id\":2}";
+
+    (void)st;
+    assert_int_equal(proto_parse(l, strlen(l), &lim, &r, &err), -1);
+    assert_string_equal(err.code, PERR_BAD_REQUEST);
+    assert_non_null(strstr(err.message, "'id' appears more than once"));
+}
+
+static void test_values_and_escapes_outside_payload_capped(void **st)
+{
+    struct buf b = {0};
+    size_t i;
+    struct proto_req r;
+    struct proto_err err;
+    struct proto_limits big = {.max_payload = 1 << 20};
+
+    (void)st;
+    /* a value with more values than the cap, outside the payload */
+    buf_puts(&b, "{\"op\":\"ping\",\"x\":[");
+    for (i = 0; i < PROTO_MAX_VALUES; i++)
+        buf_puts(&b, i ? ",0" : "0");
+    buf_puts(&b, "]}");
+    assert_int_equal(proto_parse(b.p, b.len, &big, &r, &err), -1);
+    assert_string_equal(err.code, PERR_BAD_REQUEST);
+    assert_non_null(strstr(err.message, "values outside the payload"));
+    buf_free(&b);
+    /* escapes likewise */
+    buf_puts(&b, "{\"op\":\"enqueue\",\"endpoint\":\"");
+    for (i = 0; i <= PROTO_MAX_ESCAPES; i++)
+        buf_puts(&b, "\\u0061");
+    buf_puts(&b, "\",\"payload\":{}}");
+    assert_int_equal(proto_parse(b.p, b.len, &big, &r, &err), -1);
+    assert_string_equal(err.code, PERR_BAD_REQUEST);
+    assert_non_null(strstr(err.message, "escapes outside the payload"));
+    buf_free(&b);
+    /* inside the payload neither counts */
+    buf_puts(&b, "{\"op\":\"enqueue\",\"endpoint\":\"a\",\"payload\":[");
+    for (i = 0; i < 3 * PROTO_MAX_VALUES; i++)
+        buf_puts(&b, i ? ",\"\\u00e9\"" : "\"\\u00e9\"");
+    buf_puts(&b, "]}");
+    assert_int_equal(proto_parse(b.p, b.len, &big, &r, &err), 0);
+    proto_req_free(&r);
+    buf_free(&b);
+}
+
+/* The scan accepts no text cJSON refuses (the payload it passes is stored
+ * and delivered as JSON), and finds the members cJSON finds. */
+static void test_scan_is_no_looser_than_cjson(void **st)
+{
+    static const char *const texts[] = {
+        "{}", "[]", "{\"a\":1}", " {\"a\" : [1, 2.5e3, -0, \"x\", true, false, null, {}] } ",
+        "{\"a\":01}", "{\"a\":1.}", "{\"a\":.5}", "{\"a\":-}", "{\"a\":+1}", "{\"a\":1e}", "{\"a\":1e+}",
+        "{\"a\":0x1}", "{\"a\":tru}", "{\"a\":nul}", "{\"a\":\"\\x\"}", "{\"a\":\"\\u12\"}",
+        "{\"a\":\"\\ud800\"}", "{\"a\":\"\\udc00\"}", "{\"a\":\"\\ud800\\u0041\"}", "{\"a\":\"\\ud83d\\ude00\"}",
+        "{\"a\":\"tab\there\"}", "{\"a\":1,}", "{,}", "{\"a\"}", "{\"a\":}", "[1,]", "[,1]", "{\"a\":1 \"b\":2}",
+        "{\"a\":[1 2]}", "{\"a\":1}x", "{\"a\":1} ", "\"s\"", "12", "{\"a\":\"\\u0000\"}", "{\"a\":\"\\/\"}",
+        "{\"a\":123456789012345678901234567890123456789012345678901234567890123}",
+        "{\"a\":1234567890123456789012345678901234567890123456789012345678901234}",
+        "{\"a\":{\"b\":{\"c\":[[[]]]}}}", "{\"a\":[}", "{\"a\":]}", "{\"a\":\"unterminated}", "",
+    };
+    size_t i;
+
+    (void)st;
+    for (i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        struct jscan_member m[8];
+        struct jscan_result res;
+        const char *end = NULL;
+        size_t n = strlen(texts[i]);
+        int rc = jscan(texts[i], n, "a", m, 8, &res);
+        cJSON *j = cJSON_ParseWithLengthOpts(texts[i], n, &end, 0);
+        int cjson_ok = j != NULL;
+        if (j && end)
+            while (end < texts[i] + n && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n'))
+                end++;
+        if (j && end != texts[i] + n)
+            cjson_ok = 0;
+        if (rc == 0 && !cjson_ok)
+            fail_msg("scan accepts what cJSON refuses: %s", texts[i]);
+        if (rc == 0 && cJSON_IsObject(j)) {
+            assert_int_equal(res.n_members, (size_t)cJSON_GetArraySize(j));
+            assert_true(res.is_object);
+        }
+        cJSON_Delete(j);
+    }
+    /* the scan's verdicts on a few, exactly */
+    {
+        struct jscan_member m[4];
+        struct jscan_result res;
+        const char *t = "{\"x\":1,\"a\":{\"b\":[1,2]},\"y\":\"q\"}";
+        assert_int_equal(jscan(t, strlen(t), "a", m, 4, &res), 0);
+        assert_int_equal(res.n_members, 3);
+        assert_int_equal(m[1].name_len, 1);
+        assert_memory_equal(m[1].value, "{\"b\":[1,2]}", m[1].value_len);
+        assert_ptr_equal(res.skipped, m[1].value);
+        assert_int_equal(res.skipped_len, m[1].value_len);
+        assert_int_equal(res.values, 3);   /* the object, 1 and "q" */
+        assert_int_equal(jscan("{\"a\":1} x", 9, NULL, m, 4, &res), -2);
+        assert_int_equal(jscan("{\"a\":\"\\u0000\"}", 14, NULL, m, 4, &res), 0);
+        assert_true(res.nul_escape);
+    }
+}
+
 static void test_error_reply_is_one_json_line(void **st)
 {
     struct buf b = {0};
@@ -252,6 +462,11 @@ int main(void)
         cmocka_unit_test(test_glob_and_match),
         cmocka_unit_test(test_find_member),
         cmocka_unit_test(test_error_reply_is_one_json_line),
+        cmocka_unit_test(test_member_cap_names_the_limit),
+        cmocka_unit_test(test_first_repeat_is_linear_and_exact),
+        cmocka_unit_test(test_repeated_member_refused_in_proto),
+        cmocka_unit_test(test_values_and_escapes_outside_payload_capped),
+        cmocka_unit_test(test_scan_is_no_looser_than_cjson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -265,6 +265,35 @@ static void test_bad_arguments(void **state)
     assert_int_equal(sign_key_decode("nope", &k, NULL, 0), -1);
 }
 
+/* The hub scheme against GitHub's documented example (secret "It's a
+ * Secret to Everybody", body "Hello, World!") and, rotating, a second key
+ * (Python: hmac.new(b"k2", body, hashlib.sha256).hexdigest()). */
+static void test_hub_scheme(void **state)
+{
+    struct sign_key k[2];
+    char out[2 * (SIGN_HUB_LEN + 1)];
+    const char *body = "Hello, World!";
+
+    (void)state;
+    memset(k, 0, sizeof k);
+    memcpy(k[0].key, "It's a Secret to Everybody", 26);
+    k[0].len = 26;
+    memcpy(k[1].key, "k2", 2);
+    k[1].len = 2;
+    assert_int_equal(sign_hub_value(k, 1, body, strlen(body), out, sizeof out), SIGN_HUB_LEN);
+    assert_string_equal(out, "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17");
+    assert_int_equal(sign_hub_value(k, 2, body, strlen(body), out, sizeof out), 2 * SIGN_HUB_LEN + 1);
+    assert_string_equal(out, "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17,"
+                             "sha256=0b2eb14fd559e3f1c69b2bdfd9a507ff66470c27aaecefeb45570e0ff4e30e7e");
+    /* an empty body (a GET) is signed too */
+    assert_int_equal(sign_hub_value(&k[1], 1, NULL, 0, out, sizeof out), SIGN_HUB_LEN);
+    assert_string_equal(out, "sha256=158d080636db28c36adb2abc69943ab091eb5a24e1426a6120daf9709d8ad17d");
+    /* too small, no key: nothing written */
+    assert_int_equal(sign_hub_value(k, 2, body, strlen(body), out, SIGN_HUB_LEN + 1), -1);
+    assert_string_equal(out, "");
+    assert_int_equal(sign_hub_value(k, 0, body, strlen(body), out, sizeof out), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -280,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_empty_and_too_long_key),
         cmocka_unit_test(test_small_output_buffer),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_hub_scheme),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -189,7 +189,7 @@ static int64_t put_endpoint(struct fx *f, const char *name, int from_config)
 
 static int64_t enqueue_at(struct fx *f, int64_t ep, const char *eid, int64_t now, int *dup)
 {
-    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, NULL, 0, 0, 0};
+    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, NULL, 0, 0, 0, 0};
 
     begin(f);
     OK(f->w->ops->enqueue(f->w, &e, 1, now));
@@ -311,7 +311,7 @@ static void enqueue_dedups_per_endpoint(void **state)
     int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0);
     int dup;
     int64_t i1 = enqueue_at(f, a, "e1", T0, &dup), i2, i3;
-    struct store_enqueue two[2] = {{a, "e2", NULL, "[1]", 3, 5, NULL, 0, 0, 0}, {a, "e2", NULL, "[2]", 3, 5, NULL, 0, 0, 0}};
+    struct store_enqueue two[2] = {{a, "e2", NULL, "[1]", 3, 5, NULL, 0, 0, 0, 0}, {a, "e2", NULL, "[2]", 3, 5, NULL, 0, 0, 0, 0}};
 
     assert_false(dup);
     i2 = enqueue_at(f, a, "e1", T0 + 5, &dup);
@@ -360,7 +360,7 @@ static void claim_takes_due_rows_oldest_first(void **state)
 
 static int64_t enqueue_keyed(struct fx *f, int64_t ep, const char *eid, const char *key, int64_t now)
 {
-    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, key, 0, 0, 0};
+    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, key, 0, 0, 0, 0};
 
     begin(f);
     OK(f->w->ops->enqueue(f->w, &e, 1, now));
@@ -439,10 +439,23 @@ static void claim_keeps_each_key_in_order(void **state)
     int64_t a1 = enqueue_keyed(f, a, "a1", "A", T0), a2 = enqueue_keyed(f, a, "a2", "A", T0);
     int64_t b1 = enqueue_keyed(f, a, "b1", "B", T0), n1 = enqueue_keyed(f, a, "n1", NULL, T0);
     int64_t a3 = enqueue_keyed(f, a, "a3", "A", T0);
+    int64_t u = put_endpoint(f, "u", 0), u1, u2, u3;
     struct claimed c;
 
-    /* an endpoint without ordering takes every due row */
-    assert_int_equal(claim_as(f, a, T0 - 1, 10, 0).n, 0);
+    /* an endpoint without ordering takes every due row, keys or not
+     * (with rows due: a claim that took nothing would prove nothing) */
+    u1 = enqueue_keyed(f, u, "u1", "A", T0);
+    u2 = enqueue_keyed(f, u, "u2", "A", T0);
+    u3 = enqueue_keyed(f, u, "u3", "A", T0 + 5);
+    assert_int_equal(claim_as(f, u, T0 - 1, 10, 0).n, 0);
+    c = claim_as(f, u, T0, 10, 0);
+    assert_int_equal(c.n, 2);
+    assert_int_equal(c.id[0], u1);
+    assert_int_equal(c.id[1], u2);
+    c = claim_as(f, u, T0 + 5, 10, 0);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.id[0], u3);
+    assert_int_equal(claim_as(f, a, T0 - 1, 10, 1).n, 0);
     c = claim_as(f, a, T0, 10, 1);
     assert_int_equal(c.n, 3);
     assert_int_equal(c.id[0], a1);
@@ -538,7 +551,7 @@ static void a_delivering_first_attempt_reads_as_logged(void **state)
 {
     struct fx *f = *state;
     int64_t a = put_endpoint(f, "a", 0), m1 = enqueue_at(f, a, "m1", T0, NULL),
-            m2 = enqueue_at(f, a, "m2", T0, NULL), n;
+            m2 = enqueue_at(f, a, "m2", T0, NULL), n, gone;
     struct store_filter one = {m1, 0, 0, MSG_BIT(MSG_DELIVERED)};
     struct got g;
 
@@ -570,7 +583,7 @@ static void a_delivering_first_attempt_reads_as_logged(void **state)
     /* requeued: the log keeps every attempt ever made, in order, the
      * requeue marked as attempt 0 of the next generation */
     begin(f);
-    OK(f->w->ops->requeue(f->w, &one, T0 + 2000, &n));
+    OK(f->w->ops->requeue(f->w, &one, T0 + 2000, &n, &gone));
     commit(f);
     assert_int_equal(n, 1);
     g = get(f, m1);
@@ -605,7 +618,7 @@ static void a_delivering_first_attempt_reads_as_logged(void **state)
 static void requeue_keeps_every_attempt(void **state)
 {
     struct fx *f = *state;
-    int64_t a = put_endpoint(f, "a", 0), m = enqueue_at(f, a, "m", T0, NULL), n;
+    int64_t a = put_endpoint(f, "a", 0), m = enqueue_at(f, a, "m", T0, NULL), n, gone;
     struct store_filter one = {m, 0, 0, MSG_BIT(MSG_FAILED) | MSG_BIT(MSG_DELIVERED) | MSG_BIT(MSG_DEAD_LETTER)};
     struct got g;
     int k;
@@ -614,7 +627,7 @@ static void requeue_keeps_every_attempt(void **state)
     assert_true(settle(f, m, a, SETTLE_DEAD, 1, T0 + 10, 0, 0, "dns", "dns: Could not resolve host"));
     for (k = 1; k <= 2; k++) {
         begin(f);
-        OK(f->w->ops->requeue(f->w, &one, T0 + k * 1000, &n));
+        OK(f->w->ops->requeue(f->w, &one, T0 + k * 1000, &n, &gone));
         commit(f);
         assert_int_equal(n, 1);
         assert_int_equal(claim(f, a, T0 + k * 1000, 10).n, 1);
@@ -638,7 +651,7 @@ static void requeue_keeps_every_attempt(void **state)
 static int64_t enqueue_payload(struct fx *f, int64_t ep, const char *eid, const char *type, const char *payload,
                                int64_t now)
 {
-    struct store_enqueue e = {ep, eid, type, payload, strlen(payload), 3, NULL, 0, 0, 0};
+    struct store_enqueue e = {ep, eid, type, payload, strlen(payload), 3, NULL, 0, 0, 0, 0};
 
     begin(f);
     OK(f->w->ops->enqueue(f->w, &e, 1, now));
@@ -839,7 +852,7 @@ static void erase_keeps_what_hookd_did(void **state)
 {
     struct fx *f = *state;
     int64_t a = put_endpoint(f, "a", 0), d = enqueue_at(f, a, "d", T0, NULL), w = enqueue_at(f, a, "w", T0, NULL),
-            x = enqueue_at(f, a, "x", T0, NULL), keep = enqueue_at(f, a, "k", T0, NULL), n;
+            x = enqueue_at(f, a, "x", T0, NULL), keep = enqueue_at(f, a, "k", T0, NULL), n, gone;
     struct store_filter any = {0, 0, 0, MSG_BIT(MSG_FAILED) | MSG_BIT(MSG_DELIVERED) | MSG_BIT(MSG_DEAD_LETTER)};
     struct got g;
 
@@ -888,7 +901,7 @@ static void erase_keeps_what_hookd_did(void **state)
     /* nothing erased can be requeued */
     begin(f);
     for (any.id = d; any.id <= x; any.id++) {
-        OK(f->w->ops->requeue(f->w, &any, T0 + 3000, &n));
+        OK(f->w->ops->requeue(f->w, &any, T0 + 3000, &n, &gone));
         assert_int_equal(n, 0);
     }
     commit(f);
@@ -1053,6 +1066,66 @@ static void recover_returns_in_flight_rows(void **state)
     assert_int_equal(claim(f, a, T0 + 9000, 10).n, 2);
 }
 
+static int keep_health(void *ctx, const struct store_health *h);
+
+/* A wall-clock step moves what waits (due times, breaker openings) and
+ * the waiting rows' ages with it; what already happened keeps its time. */
+static void clock_step_moves_waits_not_events(void **state)
+{
+    struct fx *f = *state;
+    const int64_t H = 3600000;
+    int64_t a = put_endpoint(f, "a", 0), rows = -1;
+    int64_t r = enqueue_at(f, a, "r", T0, NULL), d = enqueue_at(f, a, "d", T0, NULL),
+            dl = enqueue_at(f, a, "dl", T0, NULL), x = enqueue_at(f, a, "x", T0, NULL), w;
+    struct store_health h = {.endpoint_id = a, .endpoint_url = "https://hooks.example.com/in",
+                             .state = BREAKER_OPEN, .consecutive_failures = 3, .failure_threshold = 3,
+                             .last_failure_at = T0 + 5, .opened_at = T0 + 5, .cooldown_ms = 2000,
+                             .failing_since = T0 + 1};
+    struct store_health back = {0};
+    struct got g;
+
+    assert_int_equal(claim(f, a, T0, 4).n, 4);
+    assert_true(settle(f, r, a, SETTLE_RETRY, 1, T0 + 10, 503, 1, "http_503", "HTTP 503"));   /* due T0 + 1010 */
+    assert_true(settle(f, d, a, SETTLE_DELIVERED, 1, T0 + 10, 200, 1, NULL, NULL));
+    assert_true(settle(f, dl, a, SETTLE_DEAD, 1, T0 + 10, 400, 1, "http_400", "HTTP 400"));
+    w = enqueue_at(f, a, "w", T0 + 20, NULL);   /* x stays in flight */
+    begin(f);
+    OK(f->w->ops->health_save(f->w, &h, 1));
+    OK(f->w->ops->clock_step(f->w, -H, 0, &rows));
+    commit(f);
+    assert_int_equal(rows, 3);   /* r, x, w */
+    g = get(f, w);
+    assert_int_equal(g.m.created_at, T0 + 20 - H);
+    assert_int_equal(g.m.next_attempt_at, T0 + 20 - H);
+    g = get(f, r);
+    assert_int_equal(g.m.created_at, T0 - H);
+    assert_int_equal(g.m.next_attempt_at, T0 + 1010 - H);
+    assert_int_equal(get(f, x).m.created_at, T0 - H);
+    g = get(f, d);
+    assert_int_equal(g.m.created_at, T0);
+    assert_int_equal(g.m.delivered_at, T0 + 10);
+    assert_int_equal(get(f, dl).m.created_at, T0);
+    back.endpoint_id = a;
+    OK(f->w->ops->health_load(f->w, keep_health, &back));
+    assert_int_equal(back.opened_at, T0 + 5 - H);
+    assert_int_equal(back.failing_since, T0 + 1 - H);
+    assert_int_equal(back.last_failure_at, T0 + 5);
+    {
+        struct store_stats s;
+        OK(f->r->ops->queue_stats(f->r, T0 + 30 - H, 0, &s));
+        assert_true(s.has_oldest);
+        assert_int_equal(s.oldest_pending, T0 - H);   /* no longer in the future */
+    }
+    /* by the stepped clock: w is due at once, r a second on, as before */
+    {
+        struct claimed c = claim(f, a, T0 + 20 - H, 10);
+        assert_int_equal(c.n, 1);
+        assert_int_equal(c.id[0], w);
+        assert_int_equal(claim(f, a, T0 + 1009 - H, 10).n, 0);
+        assert_int_equal(claim(f, a, T0 + 1010 - H, 10).n, 1);
+    }
+}
+
 static void endpoint_delete_strands_nothing(void **state)
 {
     struct fx *f = *state;
@@ -1086,10 +1159,39 @@ static void endpoint_delete_strands_nothing(void **state)
     }
 }
 
+/* A deleted endpoint's dead letters stay dead letters: pending, nothing
+ * would ever claim them (issue 32). */
+static void requeue_skips_rows_of_deleted_endpoints(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0), n, dead, gone;
+    int64_t x = enqueue_at(f, a, "x", T0, NULL), y = enqueue_at(f, b, "y", T0, NULL);
+    struct store_filter one = {x, 0, 0, MSG_BIT(MSG_FAILED) | MSG_BIT(MSG_DELIVERED) | MSG_BIT(MSG_DEAD_LETTER)};
+    struct store_filter every = {0, 0, 0, MSG_BIT(MSG_DEAD_LETTER)};
+
+    claim(f, b, T0, 10);
+    settle(f, y, b, SETTLE_DEAD, 1, T0, 400, 1, "http_400", "HTTP 400");
+    begin(f);
+    OK(f->w->ops->endpoint_delete(f->w, a, T0 + 1, &dead));
+    commit(f);
+    assert_int_equal(dead, 1);
+    begin(f);
+    OK(f->w->ops->requeue(f->w, &one, T0 + 2, &n, &gone));
+    assert_int_equal(n, 0);
+    assert_int_equal(gone, 1);   /* there, but its endpoint is not */
+    OK(f->w->ops->requeue(f->w, &every, T0 + 2, &n, &gone));
+    commit(f);
+    assert_int_equal(n, 1);   /* b's, not a's */
+    assert_int_equal(gone, 1);
+    assert_string_equal(status_of(f, x), "dead_letter");
+    assert_string_equal(get(f, x).cls, "endpoint_deleted");
+    assert_string_equal(status_of(f, y), "pending");
+}
+
 static void requeue_and_purge_take_what_they_say(void **state)
 {
     struct fx *f = *state;
-    int64_t a = put_endpoint(f, "a", 0), n;
+    int64_t a = put_endpoint(f, "a", 0), n, gone;
     int64_t dl = enqueue_at(f, a, "dl", T0, NULL), dv = enqueue_at(f, a, "dv", T0, NULL),
             wt = enqueue_at(f, a, "wt", T0, NULL), pd = enqueue_at(f, a, "pd", T0 + 50, NULL),
             old = enqueue_at(f, a, "old", T0 - 3600000, NULL);
@@ -1104,7 +1206,7 @@ static void requeue_and_purge_take_what_they_say(void **state)
     settle(f, wt, a, SETTLE_RETRY, 1, T0, 503, 1, "http_503", "HTTP 503");
     /* by endpoint, since: only the recent dead letter */
     begin(f);
-    OK(f->w->ops->requeue(f->w, &ep_dead, T0 + 100, &n));
+    OK(f->w->ops->requeue(f->w, &ep_dead, T0 + 100, &n, &gone));
     commit(f);
     assert_int_equal(n, 1);
     assert_string_equal(status_of(f, dl), "pending");
@@ -1118,10 +1220,11 @@ static void requeue_and_purge_take_what_they_say(void **state)
         struct store_filter one = {dv, 0, 0, MSG_BIT(MSG_DELIVERED)};
         struct store_filter pend = {pd, 0, 0, MSG_BIT(MSG_FAILED) | MSG_BIT(MSG_DELIVERED) | MSG_BIT(MSG_DEAD_LETTER)};
         begin(f);
-        OK(f->w->ops->requeue(f->w, &one, T0 + 100, &n));
+        OK(f->w->ops->requeue(f->w, &one, T0 + 100, &n, &gone));
         assert_int_equal(n, 1);
-        OK(f->w->ops->requeue(f->w, &pend, T0 + 100, &n));
+        OK(f->w->ops->requeue(f->w, &pend, T0 + 100, &n, &gone));
         assert_int_equal(n, 0);   /* pending: nothing to do */
+        assert_int_equal(gone, 0);
         commit(f);
         assert_string_equal(status_of(f, dv), "pending");
     }
@@ -1173,7 +1276,7 @@ static void rollback_undoes_everything(void **state)
 {
     struct fx *f = *state;
     int64_t a = put_endpoint(f, "a", 0), id;
-    struct store_enqueue e = {a, "rb", NULL, "{\"a\":1}", 7, 3, NULL, 0, 0, 0};
+    struct store_enqueue e = {a, "rb", NULL, "{\"a\":1}", 7, 3, NULL, 0, 0, 0, 0};
 
     id = enqueue_at(f, a, "kept", T0, NULL);
     begin(f);
@@ -1226,6 +1329,61 @@ static int load_ep(void *ctx, int64_t id, int from_config, const struct ep_def *
     l->id[l->n] = id;
     l->cfg[l->n++] = from_config;
     return 0;
+}
+
+/* put a with paused said ("yes"/"no") or left out (NULL) */
+static void put_paused(struct fx *f, const char *paused, int from_config)
+{
+    struct ep_def d;
+    char err[128];
+    int64_t id;
+
+    ep_def_init(&d);
+    snprintf(d.name, sizeof d.name, "a");
+    OK(ep_def_set(&d, "url", "https://hooks.example.com/in", err, sizeof err));
+    if (paused)
+        OK(ep_def_set(&d, "paused", paused, err, sizeof err));
+    begin(f);
+    OK(f->w->ops->endpoint_put(f->w, &d, from_config, T0, &id, NULL));
+    commit(f);
+    ep_def_free(&d);
+}
+
+static int paused_of_a(struct fx *f, char *reason, size_t n)
+{
+    struct eps x;
+
+    memset(&x, 0, sizeof x);
+    OK(f->r->ops->endpoint_list(f->r, 0, keep_ep, &x));
+    assert_int_equal(x.n, 1);
+    snprintf(reason, n, "%s", x.reasons[0]);
+    return x.e[0].paused;
+}
+
+/* An existing endpoint's paused flag changes when a put says it, with
+ * the reason of who said it; left out, the flag and its reason stay. */
+static void endpoint_put_pauses_only_when_told(void **state)
+{
+    struct fx *f = *state;
+    char why[64];
+
+    put_paused(f, NULL, 0);
+    assert_false(paused_of_a(f, why, sizeof why));
+    put_paused(f, "yes", 0);
+    assert_true(paused_of_a(f, why, sizeof why));
+    assert_string_equal(why, "operator");
+    put_paused(f, NULL, 1);
+    assert_true(paused_of_a(f, why, sizeof why));
+    assert_string_equal(why, "operator");
+    put_paused(f, "yes", 1);   /* already paused: the first reason stays */
+    assert_true(paused_of_a(f, why, sizeof why));
+    assert_string_equal(why, "operator");
+    put_paused(f, "no", 1);
+    assert_false(paused_of_a(f, why, sizeof why));
+    assert_string_equal(why, "(null)");
+    put_paused(f, "yes", 1);
+    assert_true(paused_of_a(f, why, sizeof why));
+    assert_string_equal(why, "config");
 }
 
 static void endpoints_round_trip(void **state)
@@ -1580,6 +1738,48 @@ static void dead_letters_group_by_class(void **state)
     assert_int_equal(x.n, 1);
 }
 
+/* delay: a row stored with a due time waits for it as a retry does,
+ * dedups at enqueue, and counts as scheduled (not pending, not oldest) */
+static void delayed_rows_wait_their_time(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), at, y;
+    struct store_enqueue e = {a, "x", "conversion", "{\"a\":1}", 7, 3, NULL, 0, 0, 0, T0 + 1000};
+    struct store_stats s;
+    struct claimed c;
+    int dup;
+
+    begin(f);
+    OK(f->w->ops->enqueue(f->w, &e, 1, T0));
+    commit(f);
+    assert_false(e.duplicate);
+    enqueue_at(f, a, "x", T0 + 1, &dup);
+    assert_true(dup);
+    OK(f->r->ops->queue_stats(f->r, T0 + 5, 0, &s));
+    assert_int_equal(s.scheduled, 1);
+    assert_int_equal(s.n[MSG_PENDING], 0);
+    assert_false(s.has_oldest);
+    y = enqueue_at(f, a, "y", T0 + 10, NULL);
+    OK(f->r->ops->queue_stats(f->r, T0 + 20, 0, &s));
+    assert_int_equal(s.scheduled, 1);
+    assert_int_equal(s.n[MSG_PENDING], 1);
+    assert_true(s.has_oldest);
+    assert_int_equal(s.oldest_pending, T0 + 10);
+    c = claim(f, a, T0 + 500, 10);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.id[0], y);
+    OK(f->w->ops->next_due(f->w, a, 0, &at));
+    assert_int_equal(at, T0 + 1000);
+    /* due: no longer scheduled, and it waits since its due time */
+    OK(f->r->ops->queue_stats(f->r, T0 + 1500, 0, &s));
+    assert_int_equal(s.scheduled, 0);
+    assert_int_equal(s.n[MSG_PENDING], 1);
+    assert_int_equal(s.oldest_pending, T0 + 1000);
+    c = claim(f, a, T0 + 1000, 10);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.id[0], e.id);
+}
+
 static void stats_count_and_find_the_oldest(void **state)
 {
     struct fx *f = *state;
@@ -1649,7 +1849,7 @@ static void export_then_import_moves_the_queue(void **state)
     int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0), c = put_endpoint(f, "c", 0);
     int64_t d = put_endpoint(f, "d", 0);   /* never claimed: its row keeps its own payload */
     static const char body[] = "{\"z\":1, \"a\":\"caf\xc3\xa9 \\n \\u00e9\"}";   /* key order, UTF-8, escapes */
-    struct store_enqueue e = {d, "e0", NULL, body, sizeof body - 1, 7, "k1", 0, 0, 0};
+    struct store_enqueue e = {d, "e0", NULL, body, sizeof body - 1, 7, "k1", 0, 0, 0, 0};
     struct exported x = {0}, y = {0};
     struct claimed cl;
     int64_t e2, e3, e4, e5, now = T0 + 5000;
@@ -1830,6 +2030,90 @@ static void shared_results_count_for_the_claiming_node_only(void **state)
 #endif
 }
 
+/* Shared, with another live node: a node whose clock stepped moves only
+ * the rows its own clock scheduled (enqueued or claimed by it last), and
+ * the shared breaker only if it is the lead. Both nodes stepping (one
+ * host) moves every row once and the breaker once. */
+static void shared_clock_step_moves_only_this_nodes_rows(void **state)
+{
+#ifdef HOOKD_WITH_PG
+    struct fx *f = *state;
+    const int64_t H = 3600000;
+    struct config c2;
+    struct store *w2;
+    struct store_node nd;
+    int64_t a, x, y, p, q, rows = -1;
+    struct store_health h = {0}, back = {0};
+
+    if (!f->w->ops->node_beat)
+        return;
+    a = put_endpoint(f, "a", 0);
+    x = enqueue_at(f, a, "x", T0, NULL);
+    y = enqueue_at(f, a, "y", T0, NULL);
+    p = enqueue_at(f, a, "p", T0 + 1, NULL);
+    assert_non_null(w2 = second_node(f, "n2", &c2));
+    OK(f->w->ops->node_beat(f->w, &nd));
+    assert_int_equal(nd.lead, 1);
+    OK(w2->ops->node_beat(w2, &nd));
+    assert_int_equal(nd.lead, 0);
+    {
+        struct store_enqueue e = {a, "q", NULL, "{}", 2, 3, NULL, 0, 0, 0, 0};
+        OK(w2->ops->begin(w2, 1));
+        OK(w2->ops->enqueue(w2, &e, 1, T0 + 2));   /* by n2's clock */
+        OK(w2->ops->commit(w2));
+        q = e.id;
+    }
+    assert_int_equal(claim(f, a, T0, 1).n, 1);   /* x, by n1 */
+    {
+        struct store_claim_want w = {.endpoint_id = a, .limit = 1, .checked = 1};
+        struct store_settle s = {.id = y, .endpoint_id = a, .verdict = SETTLE_RETRY, .attempts = 1,
+                                 .next_attempt_at = T0 + 2000, .at = T0 + 10, .status_code = 503,
+                                 .response_ms = 5, .ring_slot = -1, .error_class = "http_503", .error = "HTTP 503"};
+        OK(w2->ops->begin(w2, 0));
+        OK(w2->ops->claim_many(w2, T0, &w, 1, many_none, NULL));   /* y, by n2 */
+        OK(w2->ops->settle(w2, &s, 1));
+        OK(w2->ops->commit(w2));
+        assert_int_equal(w.n, 1);
+        assert_int_equal(s.applied, 1);
+    }
+    assert_true(settle(f, x, a, SETTLE_RETRY, 1, T0 + 10, 503, 1, "http_503", "HTTP 503"));   /* due T0 + 1010 */
+    h.endpoint_id = a;
+    h.endpoint_url = "https://hooks.example.com/in";
+    h.state = BREAKER_OPEN;
+    h.opened_at = T0 + 5;
+    h.cooldown_ms = 2000;
+    begin(f);
+    OK(f->w->ops->health_save(f->w, &h, 1));
+    commit(f);
+    /* n1, the lead, steps: its rows and the breaker move */
+    begin(f);
+    OK(f->w->ops->clock_step(f->w, -H, 1, &rows));
+    commit(f);
+    assert_int_equal(rows, 2);
+    assert_int_equal(get(f, x).m.next_attempt_at, T0 + 1010 - H);
+    assert_int_equal(get(f, x).m.created_at, T0 - H);
+    assert_int_equal(get(f, p).m.next_attempt_at, T0 + 1 - H);  /* n1 enqueued it */
+    assert_int_equal(get(f, y).m.next_attempt_at, T0 + 2000);   /* n2's clock wrote these */
+    assert_int_equal(get(f, q).m.next_attempt_at, T0 + 2);
+    back.endpoint_id = a;
+    OK(f->w->ops->health_load(f->w, keep_health, &back));
+    assert_int_equal(back.opened_at, T0 + 5 - H);
+    /* n2 on the same host steps too: its rows move, the breaker not again */
+    OK(w2->ops->begin(w2, 0));
+    OK(w2->ops->clock_step(w2, -H, 1, &rows));
+    OK(w2->ops->commit(w2));
+    assert_int_equal(rows, 2);
+    assert_int_equal(get(f, y).m.next_attempt_at, T0 + 2000 - H);
+    assert_int_equal(get(f, q).m.next_attempt_at, T0 + 2 - H);
+    assert_int_equal(get(f, x).m.next_attempt_at, T0 + 1010 - H);
+    OK(f->w->ops->health_load(f->w, keep_health, &back));
+    assert_int_equal(back.opened_at, T0 + 5 - H);
+    store_close(w2);
+#else
+    (void)state;
+#endif
+}
+
 /* The breaker is the health row's: a claim that did not read it under
  * lock takes nothing while another node has it open, and says so; the
  * probe out is every node's to see. */
@@ -1908,6 +2192,7 @@ static void shared_breaker_blocks_every_node(void **state)
         cmocka_unit_test_setup_teardown(settle_changes_only_rows_in_flight, setup, teardown),  \
         cmocka_unit_test_setup_teardown(release_returns_untried_rows, setup, teardown),        \
         cmocka_unit_test_setup_teardown(recover_returns_in_flight_rows, setup, teardown),      \
+        cmocka_unit_test_setup_teardown(clock_step_moves_waits_not_events, setup, teardown),   \
         cmocka_unit_test_setup_teardown(endpoint_delete_strands_nothing, setup, teardown),     \
         cmocka_unit_test_setup_teardown(requeue_and_purge_take_what_they_say, setup, teardown), \
         cmocka_unit_test_setup_teardown(requeue_keeps_every_attempt, setup, teardown), \
@@ -1915,6 +2200,8 @@ static void shared_breaker_blocks_every_node(void **state)
         cmocka_unit_test_setup_teardown(search_stops_below_the_window, setup, teardown), \
         cmocka_unit_test_setup_teardown(erase_keeps_what_hookd_did, setup, teardown), \
         cmocka_unit_test_setup_teardown(erase_leaves_no_bytes_in_the_files, setup, teardown), \
+        cmocka_unit_test_setup_teardown(requeue_skips_rows_of_deleted_endpoints, setup, teardown), \
+        cmocka_unit_test_setup_teardown(endpoint_put_pauses_only_when_told, setup, teardown), \
         cmocka_unit_test_setup_teardown(expire_in_chunks, setup, teardown),                    \
         cmocka_unit_test_setup_teardown(rollback_undoes_everything, setup, teardown),          \
         cmocka_unit_test_setup_teardown(endpoints_round_trip, setup, teardown),                \
@@ -1924,8 +2211,10 @@ static void shared_breaker_blocks_every_node(void **state)
         cmocka_unit_test_setup_teardown(latency_ring_replaces_and_trims, setup, teardown),     \
         cmocka_unit_test_setup_teardown(dead_letters_group_by_class, setup, teardown),         \
         cmocka_unit_test_setup_teardown(stats_count_and_find_the_oldest, setup, teardown),     \
+        cmocka_unit_test_setup_teardown(delayed_rows_wait_their_time, setup, teardown),        \
         cmocka_unit_test_setup_teardown(export_then_import_moves_the_queue, setup, teardown),          \
         cmocka_unit_test_setup_teardown(shared_results_count_for_the_claiming_node_only, setup, teardown), \
+        cmocka_unit_test_setup_teardown(shared_clock_step_moves_only_this_nodes_rows, setup, teardown), \
         cmocka_unit_test_setup_teardown(shared_breaker_blocks_every_node, setup, teardown)
 
 int main(void)

@@ -227,22 +227,6 @@ static void test_form_body(void **state)
     buf_free(&out);
 }
 
-static void test_mask_query(void **state)
-{
-    struct buf b = {0};
-
-    (void)state;
-    assert_int_equal(tpl_mask_query("http://h/p?subid=1&token=abc&Key=k2&x=&sig", EP_MASK_DEFAULT, &b), 0);
-    assert_string_equal(b.p, "http://h/p?subid=1&token=***&Key=***&x=&sig");
-    buf_reset(&b);
-    assert_int_equal(tpl_mask_query("http://h/p", EP_MASK_DEFAULT, &b), 0);
-    assert_string_equal(b.p, "http://h/p");
-    buf_reset(&b);
-    assert_int_equal(tpl_mask_query("http://h/p?a=1&b=2", "b, c", &b), 0);
-    assert_string_equal(b.p, "http://h/p?a=1&b=***");
-    buf_free(&b);
-}
-
 static void test_jpath_robust(void **state)
 {
     static const char *const junk[] = {"", "{", "{\"a\"", "{\"a\":", "{\"a\":\"x", "{\"a\":tru}", "[", "\"\\u12",
@@ -368,13 +352,25 @@ static void test_endpoint_request(void **state)
     assert_string_equal(rq.send_body, "");   /* a GET sends no body */
     assert_int_equal(rq.send_len, 0);
     ep_conf_unref(c);
-    /* a raw value that would add a fragment is refused by the URL check */
+    /* a raw value that would add a fragment is refused by the raw rule
+     * and, where the endpoint allows URL syntax in it, by the URL check */
     assert_int_equal(ep_def_set(&d, "url", "https://t.example/pb?c=#c|raw#", err, sizeof err), 0);
     c = ep_conf_new(1, &d, &dflt);
     m.payload = "{\"c\":\"a#b\"}";
     m.payload_len = strlen(m.payload);
     assert_int_equal(postback_build(c, &m, &rq, &ec, why, sizeof why), -1);
+    assert_int_equal(ec, ERRC_TEMPLATE_UNSAFE);
+    assert_non_null(strstr(why, "raw_allow = c"));
+    ep_conf_unref(c);
+    assert_int_equal(ep_def_set(&d, "raw_allow", "c", err, sizeof err), 0);
+    assert_int_equal(ep_def_validate(&d, err, sizeof err), 0);
+    c = ep_conf_new(1, &d, &dflt);
+    assert_int_equal(postback_build(c, &m, &rq, &ec, why, sizeof why), -1);
     assert_int_equal(ec, ERRC_TEMPLATE);
+    m.payload = "{\"c\":\"a/b&d=1\"}";
+    m.payload_len = strlen(m.payload);
+    assert_int_equal(postback_build(c, &m, &rq, &ec, why, sizeof why), 0);
+    assert_string_equal(rq.url.p, "https://t.example/pb?c=a/b&d=1");
     ep_conf_unref(c);
     /* a plain webhook stays on the fast path */
     ep_def_free(&d);
@@ -388,6 +384,84 @@ static void test_endpoint_request(void **state)
     postback_req_free(&rq);
 }
 
+/* {x|raw}: URL syntax and dot segments only where raw_allow names x. */
+static void test_raw_syntax(void **state)
+{
+    static const struct {
+        const char *json;   /* the value of x, as JSON */
+        int unsafe;
+    } vals[] = {
+        {"\"a/b\"", 1},   {"\"a\\\\b\"", 1}, {"\"a?b\"", 1}, {"\"a#b\"", 1},  {"\"1&token=abc\"", 1},
+        {"\"a=b\"", 1},   {"\"a%2Fb\"", 1},  {"\"..\"", 1},   {"\"a..b\"", 1}, {"\"../../admin/delete\"", 1},
+        {"\"a.b\"", 0},   {"\"1.5\"", 0},    {"\"A-1~b_c\"", 0}, {"12.5", 0},    {"\"caf\u00e9\"", 0},
+        {"\".\"", 0},
+    };
+    static const char *const allow[] = {NULL, "y", "x", "y, x"};
+    char payload[128], err[200], why[200];
+    struct tpl t, tt;
+    size_t i, a;
+
+    (void)state;
+    assert_int_equal(tpl_parse(&t, "http://h/p/{x|raw}?y={y|raw}&z={z}", TPL_BRACES, TPL_URL, err, sizeof err), 0);
+    assert_int_equal(tpl_parse(&tt, "k-{x|raw}", TPL_BRACES, TPL_TEXT, err, sizeof err), 0);
+    for (i = 0; i < sizeof vals / sizeof vals[0]; i++)
+        for (a = 0; a < sizeof allow / sizeof allow[0]; a++) {
+            struct tpl_vars v = {0};
+            struct buf out = {0};
+            int rc, allowed = allow[a] && strstr(allow[a], "x");
+            snprintf(payload, sizeof payload, "{\"x\": %s, \"y\": \"1\"}", vals[i].json);
+            v.payload = payload;
+            v.payload_len = strlen(payload);
+            v.encode = 1;
+            v.raw_allow = allow[a];
+            why[0] = '\0';
+            rc = tpl_expand(&t, &v, &out, NULL, why, sizeof why);
+            if (vals[i].unsafe && !allowed) {
+                if (rc != TPL_UNSAFE)
+                    fail_msg("%s with raw_allow %s: %d", vals[i].json, allow[a] ? allow[a] : "-", rc);
+                assert_non_null(strstr(why, "'x|raw'"));
+                assert_non_null(strstr(why, "raw_allow = x"));
+            } else {
+                assert_int_equal(rc, TPL_OK);
+                assert_memory_equal(out.p, "http://h/p/", 11);
+            }
+            buf_free(&out);
+            /* not in a URL (an ordering key): no rule of URLs applies */
+            v.encode = 0;
+            v.raw_allow = NULL;
+            assert_int_equal(tpl_expand(&tt, &v, &out, NULL, why, sizeof why), TPL_OK);
+            buf_free(&out);
+        }
+    assert_int_equal(tpl_raw_allow_check(&t, "x, y", err, sizeof err), 0);
+    assert_int_equal(tpl_raw_allow_check(&t, NULL, err, sizeof err), 0);
+    assert_int_equal(tpl_raw_allow_check(&t, "x,z", err, sizeof err), -1);   /* {z} is encoded */
+    assert_non_null(strstr(err, "'z'"));
+    assert_int_equal(tpl_raw_allow_check(&t, "X", err, sizeof err), -1);
+    assert_int_equal(tpl_raw_allow_check(&t, "q", err, sizeof err), -1);
+    tpl_free(&t);
+    tpl_free(&tt);
+    /* the class: never sent, never retried */
+    assert_string_equal(errclass_name(ERRC_TEMPLATE_UNSAFE), "template_unsafe");
+    assert_int_equal(outcome_classify_ok(0, ERRC_TEMPLATE_UNSAFE, NULL), OUTCOME_DEAD);
+}
+
+static void test_raw_allow_key(void **state)
+{
+    struct ep_def d;
+    char err[200];
+
+    (void)state;
+    ep_def_init(&d);
+    strcpy(d.name, "aff");
+    assert_int_equal(ep_def_set(&d, "url", "https://t.example/pb/{path|raw}?c={c}", err, sizeof err), 0);
+    assert_int_equal(ep_def_set(&d, "raw_allow", "c", err, sizeof err), 0);
+    assert_int_equal(ep_def_validate(&d, err, sizeof err), -1);
+    assert_non_null(strstr(err, "raw_allow"));
+    assert_int_equal(ep_def_set(&d, "raw_allow", "path", err, sizeof err), 0);
+    assert_int_equal(ep_def_validate(&d, err, sizeof err), 0);
+    ep_def_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -397,11 +471,12 @@ int main(void)
         cmocka_unit_test(test_raw_missing_and_maps),
         cmocka_unit_test(test_malformed_templates),
         cmocka_unit_test(test_form_body),
-        cmocka_unit_test(test_mask_query),
         cmocka_unit_test(test_jpath_robust),
         cmocka_unit_test(test_success_statuses),
         cmocka_unit_test(test_excerpt_and_body_check),
         cmocka_unit_test(test_endpoint_request),
+        cmocka_unit_test(test_raw_syntax),
+        cmocka_unit_test(test_raw_allow_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
