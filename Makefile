@@ -74,6 +74,7 @@ LIB_SRCS := \
 	$(if $(filter 1,$(WITH_PG)),src/store_pg_sql.c src/store_pg_conn.c src/store_pg.c src/store_pg_queue.c \
 	  src/store_pg_endpoint.c src/store_pg_read.c src/store_pg_node.c src/store_pg_watch.c) \
 	src/store_open.c \
+	src/msgsel.c \
 	src/store_seal.c \
 	src/registry.c \
 	src/cluster.c \
@@ -95,6 +96,7 @@ LIB_SRCS := \
 	src/client.c \
 	src/cli_args.c \
 	src/cli_show.c \
+	src/cli_msgs.c \
 	src/report.c \
 	src/topview.c \
 	src/top.c \
@@ -207,7 +209,8 @@ integration: $(HOOKD)
 
 # The core, delivery and health suites again with hookd on PostgreSQL
 # (a private cluster per test process, a database per daemon; conftest.py).
-PG_SUITES := tests/integration/test_core.py tests/integration/test_delivery.py tests/integration/test_health.py
+PG_SUITES := tests/integration/test_core.py tests/integration/test_delivery.py tests/integration/test_health.py \
+	tests/integration/test_messages.py tests/integration/test_erase.py
 integration-pg: $(HOOKD)
 	HOOKD_TEST_BACKEND=postgres HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x $(XDIST) -m 'not serial' $(PG_SUITES) $(PYTEST_ARGS)
 	HOOKD_TEST_BACKEND=postgres HOOKD_BIN=$(HOOKD_BIN) $(PYTHON) -m pytest -q -x -m serial $(PG_SUITES) $(PYTEST_ARGS)

@@ -47,13 +47,25 @@ enum opt_id {
     O_ONCE,
     O_SORT,
     O_HTML,
+    O_WHERE,
+    O_UNTIL,
+    O_LIMIT,
+    O_AFTER,
+    O_NDJSON,
+    O_DRY_RUN,
+    O_ERROR_CLASS,
     O__COUNT
 };
 
 #define OB(x) (1u << (x))
 #define CLIENT_OPTS (OB(O_CONFIG) | OB(O_SOCKET) | OB(O_JSON) | OB(O_TIMEOUT))
 
-enum { R_SECRET, R_HEADER, R_SET, R__COUNT };
+enum { R_SECRET, R_HEADER, R_SET, R_WHERE, R__COUNT };
+
+/* The options that select messages (messages, requeue, purge, erase). */
+#define SELECT_OPTS                                                                                  \
+    (OB(O_ENDPOINT) | OB(O_EVENT_ID) | OB(O_TYPE) | OB(O_ERROR_CLASS) | OB(O_SINCE) | OB(O_UNTIL) | \
+     OB(O_WHERE) | OB(O_LIMIT))
 
 struct args {
     unsigned seen;
@@ -101,5 +113,13 @@ int cli_build_delete(const struct args *a, cJSON *req, struct buf *payload, char
 int cli_build_put(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
 int cli_build_dead(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
 int cli_build_slow(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
+/* cli_msgs.c: message search and erasure */
+int cli_build_messages(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
+int cli_build_erase(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
+/* cli_args.c: the selector's members from the options (not --endpoint, --since,
+ * --status: each command adds those its own way). 0 / -1 with err. */
+int cli_build_selector(const struct args *a, cJSON *req, char *err, size_t errlen);
+/* --since as "since" (epoch ms or a duration ago). */
+int cli_build_since(const struct args *a, cJSON *req, char *err, size_t errlen);
 
 #endif

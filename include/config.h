@@ -82,6 +82,7 @@ struct config {
     /* [retention] */
     int64_t keep_delivered_ms;
     int64_t keep_dead_letter_ms;
+    int64_t keep_payload_ms;   /* erase delivered payloads this long after delivery (0: keep them with the row) */
     int64_t cleanup_chunk;
     int64_t cleanup_interval_ms;
     int64_t checkpoint_interval_ms;

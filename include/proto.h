@@ -9,6 +9,7 @@
 #include "util.h"
 
 struct cJSON;
+struct msgsel;
 
 enum proto_op {
     OP_NONE = 0,
@@ -28,6 +29,8 @@ enum proto_op {
     OP_METRICS,
     OP_ATTEMPTS,
     OP_REPORT,
+    OP_MESSAGES,         /* admin when it reads payloads ("where") */
+    OP_ERASE,            /* admin */
     OP__COUNT
 };
 
@@ -40,6 +43,7 @@ enum proto_op {
 #define PERR_PAYLOAD_TOO_LARGE "payload_too_large"
 #define PERR_LINE_TOO_LONG     "line_too_long"
 #define PERR_NOT_FOUND         "not_found"
+#define PERR_AMBIGUOUS         "ambiguous"
 #define PERR_FORBIDDEN         "forbidden"
 #define PERR_CONFLICT          "conflict"
 #define PERR_STORAGE_FULL      "storage_full"
@@ -90,6 +94,8 @@ struct proto_req {
     int64_t hours;       /* dead_letters, report */
     int64_t p95_ms;      /* slow: threshold, 0 = configured */
     struct cJSON *body;  /* endpoint.put: the whole request */
+    struct msgsel *sel;  /* get, attempts, messages, requeue, purge, erase: which
+                          * messages (msgsel.h); NULL for the other ops */
 };
 
 struct proto_err {

@@ -56,6 +56,8 @@ struct endpoint {
     uint32_t locked;             /* shared: the round its health row was read under lock */
     int stale;                   /* shared: another node blocked it (breaker, pause):
                                   * read its health row under lock next round */
+    int64_t cluster_in_flight;   /* shared: its rows in flight on every node, as
+                                  * read under lock in round `locked` */
     struct opsev_flap flap;      /* breaker events' quiet period */
     int failing_logged;          /* its first failure since start or its last
                                   * success was logged (registry_log_failure) */
@@ -153,6 +155,11 @@ static inline int registry_health_ok(const struct registry *r, const struct endp
 {
     return !r->shared || e->locked == r->round;
 }
+/* Shared, closed but failing: how many more requests the cluster may
+ * send before the failures could reach the threshold (the failures
+ * counted plus every node's requests in flight); INT64_MAX when not
+ * shared or not failing. Read under lock this round. */
+int64_t registry_failing_room(const struct registry *r, const struct endpoint *e);
 /* Shared: n live nodes; each endpoint's in-flight cap and rate limits
  * become this node's share (cap / n rounded up; rates and bursts / n). */
 void registry_set_nodes(struct registry *r, int n);

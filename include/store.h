@@ -170,6 +170,7 @@ struct store_health {
     int probe_out;               /* half_open: the single probe is out (shared backends;
                                   * health_save stores it as this node's) */
     int paused;                  /* health_lock only: the endpoint's paused flag */
+    int64_t in_flight;           /* health_lock only: its rows in flight on every node */
     /* latency rollup (health_load and the reads; ignored by health_save) */
     int has_latency;
     int64_t p50_ms, p95_ms, p99_ms, sample_count;
@@ -226,12 +227,24 @@ struct store_filter {
     unsigned statuses;           /* MSG_BIT()s */
 };
 
+/* What a search reads (message_scan), from an index where it can. */
+struct store_scan {
+    const char *event_id;        /* only this event id's rows; NULL: any */
+    int dead_letters;            /* without event_id: only dead letters ... */
+    const char *endpoint;        /* ... and then only this endpoint's (name; NULL: any) */
+    int64_t before;              /* ids below this one (0: no bound) */
+    int64_t limit;               /* at most this many rows */
+    int with_payload;            /* the payload's bytes too (else NULL) */
+};
+
 /* Retention: a message's attempt log goes with it; the latency ring
  * needs none (fixed slots). */
 enum store_expiry {
     EXPIRE_DELIVERED = 0,        /* delivered rows delivered before `before` */
     EXPIRE_DEAD_LETTERS,         /* dead letters created before `before` */
-    EXPIRE_HISTORY               /* history rows of buckets that began before `before` */
+    EXPIRE_HISTORY,              /* history rows of buckets that began before `before` */
+    EXPIRE_PAYLOADS              /* [retention] payload: delivered rows delivered before
+                                  * `before` are erased (as the erase op), rows kept */
 };
 
 /* ---- what the reads return ---- */
@@ -261,6 +274,7 @@ struct store_message {
     int last_status_code;                  /* 0: none */
     int64_t last_response_ms;              /* -1: none */
     int64_t payload_bytes;
+    int64_t erased_at;                     /* 0: not erased */
 };
 
 struct store_attempt {
@@ -270,6 +284,9 @@ struct store_attempt {
     const char *error_class;     /* NULL: success */
     const char *detail;          /* NULL: none */
     const char *method, *url, *response;   /* NULL: not recorded */
+    int generation;              /* requeues before it (0: none) */
+    int attempt;                 /* 1, 2, ... in its generation; 0: the requeue
+                                  * that began the generation (at: when) */
 };
 
 struct store_endpoint_info {
@@ -347,6 +364,12 @@ struct store_ops {
     int (*requeue)(struct store *s, const struct store_filter *f, int64_t now, int64_t *n, int64_t *gone);
     /* Delete matching rows (dead letters only, whatever f->statuses says). */
     int (*purge)(struct store *s, const struct store_filter *f, int64_t *n);
+    /* Erase one message: its payload, the response excerpts and the URLs
+     * as sent go (secure_delete on SQLite), its ids, statuses and times
+     * stay, erased_at is set. A waiting row becomes a dead letter of class
+     * erased; a row in flight settles without URL or response and is not
+     * retried. *n: 1 when it exists (erased before included), else 0. */
+    int (*erase)(struct store *s, int64_t id, int64_t now, int64_t *n);
     /* Retention: delete at most limit rows of one kind older than before. */
     int (*expire)(struct store *s, enum store_expiry what, int64_t before, int64_t limit, int64_t *n);
 
@@ -415,6 +438,13 @@ struct store_ops {
     /* *found = 0 when there is no such message (fn not called). */
     int (*message_get)(struct store *s, int64_t id, int (*fn)(void *ctx, const struct store_message *m),
                        void *ctx, int *found);
+    /* Messages for a search (msgsel.h), newest first, as sc says (the
+     * caller tests every other condition on the rows). fn returns 0 to go
+     * on, 1 to stop (the op returns 0), -1 to fail (STORE_E_NOMEM).
+     * Writer or reader. */
+    int (*message_scan)(struct store *s, const struct store_scan *sc,
+                        int (*fn)(void *ctx, const struct store_message *m, const char *payload, size_t len),
+                        void *ctx);
     /* The message's attempts, oldest first, at most limit. */
     int (*message_attempts)(struct store *s, const struct store_message *m, int limit,
                             int (*fn)(void *ctx, const struct store_attempt *a), void *ctx);

@@ -59,7 +59,7 @@ enum pg_stmt {
     PG_EXPIRE_DELIVERED, PG_EXPIRE_DEAD, PG_EXPIRE_HISTORY,
     PG_EP_FIND, PG_EP_PUT, PG_EP_PAUSE, PG_EP_DELETE, PG_RING_TRIM, PG_IMPORT,
     PG_HEALTH_LOCK, PG_HEALTH_ENSURE, PG_NOTIFY, PG_TAKEOVER, PG_NODE_BEAT, PG_NODE_ADD, PG_NODE_LEAVE, PG_NODE_COUNT,
-    PG_LEAD,
+    PG_LEAD, PG_IN_FLIGHT,
     PG__WRITER,
     /* reader */
     PG_STATS = PG__WRITER, PG_GET, PG_GET_ATTEMPTS, PG_EP_LIST, PG_DEAD_LETTERS, PG_SLOW, PG_LATENCY,
@@ -180,6 +180,17 @@ void pg_node_leave(struct pg_store *g);
 
 /* The operations, by file. */
 int pg_recover(struct store *s, int64_t now, int64_t *n);
+int pg_erase(struct store *s, int64_t id, int64_t now, int64_t *n);
+int pg_message_scan(struct store *s, const struct store_scan *sc,
+                    int (*fn)(void *ctx, const struct store_message *m, const char *payload, size_t len),
+                    void *ctx);
+/* A message's columns (q: hookd_queue, e: endpoints), as pg_msg_cols reads them. */
+#define PG_MSG_COLS                                                                                         \
+    "q.id, e.name, q.endpoint_id, q.event_id, q.event_type, q.status, q.attempt_count, q.max_attempts, "    \
+    PG_MS("q.created_at") ", " PG_MS("q.next_attempt_at") ", " PG_MS("q.claimed_at") ", "                   \
+    PG_MS("q.delivered_at") ", q.last_error, q.last_status_code, q.last_response_ms, octet_length(q.payload), " \
+    "q.last_error_class, " PG_MS("q.erased_at")
+#define PG_MSG_NCOLS 18
 int pg_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows);
 int pg_node_beat(struct store *s, struct store_node *out);
 int pg_health_lock(struct store *s, const int64_t *ids, size_t n, int (*fn)(void *ctx, const struct store_health *h),

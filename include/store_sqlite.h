@@ -73,8 +73,25 @@ int64_t sq_col_or(sqlite3_stmt *st, int col, int64_t null_value);
 void sq_health_cols(sqlite3_stmt *st, int first, struct store_health *h);
 const char *sq_health_select(void);
 
+/* A message's columns (q: webhook_queue, e: endpoints), as sq_msg_cols
+ * reads them. */
+#define SQ_MSG_COLS                                                                                         \
+    "q.id, e.name, q.endpoint_id, q.event_id, q.event_type, q.status, q.attempt_count, q.max_attempts, "    \
+    "q.created_at, q.next_attempt_at, q.claimed_at, q.delivered_at, q.last_error, q.last_status_code, "     \
+    "q.last_response_ms, length(CAST(q.payload AS BLOB)), q.last_error_class, q.erased_at"
+#define SQ_MSG_NCOLS 18
+void sq_msg_cols(sqlite3_stmt *st, struct store_message *m);
+/* The search's statement for sc (message_scan): by event id from its
+ * index, dead letters from theirs, or newest first down the table's
+ * rowids (exposed for the plan test). */
+const char *sq_search_sql(const struct store_scan *sc);
+
 /* The operations, by file. */
 int sq_recover(struct store *s, int64_t now, int64_t *n);
+int sq_erase(struct store *s, int64_t id, int64_t now, int64_t *n);
+int sq_message_scan(struct store *s, const struct store_scan *sc,
+                    int (*fn)(void *ctx, const struct store_message *m, const char *payload, size_t len),
+                    void *ctx);
 int sq_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows);
 int sq_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now);
 int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int ordered,

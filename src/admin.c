@@ -1,6 +1,7 @@
 /* admin.c - admin requests and the config file's endpoints. */
 #include "admin.h"
 #include "log.h"
+#include "msgsel.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -107,12 +108,128 @@ out:
     return rc;
 }
 
+#define BY_FILTER_LIMIT 1000   /* rows one requeue, purge or erase by filter touches unless told */
+
+/* where the next request goes on (after = next); null: nothing left */
+static void put_next(struct buf *b, int64_t next)
+{
+    if (next)
+        buf_printf(b, "%lld", (long long)next);
+    else
+        buf_puts(b, "null");
+}
+
+struct ids {
+    int64_t *v;
+    size_t n, cap;
+};
+
+static int collect(void *ctx, const struct store_message *m)
+{
+    struct ids *x = ctx;
+
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? x->cap * 2 : 64;
+        int64_t *v = realloc(x->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        x->v = v;
+        x->cap = cap;
+    }
+    x->v[x->n++] = m->id;
+    return 0;
+}
+
+/* requeue, purge and erase by a selector (msgsel.h): the rows it finds,
+ * at most its limit, then each by its id, in one transaction. The walk
+ * is bounded (MSGSEL_SCAN_MAX rows read), so the writer is held for a
+ * bounded time; "more" says the same request would find more. */
+static int by_filter(struct registry *r, struct store *st, struct req *q, struct endpoint *e, int64_t now)
+{
+    static const char *const done_name[] = {[OP_REQUEUE] = "requeued", [OP_PURGE] = "purged", [OP_ERASE] = "erased"};
+    struct msgsel *s = q->p.sel;
+    struct ids ids = {0};
+    struct msgsel_walk w;
+    int64_t limit = s->limit ? s->limit : BY_FILTER_LIMIT, done = 0, n = 0, gone = 0, g = 0;
+    unsigned take = 0;
+    size_t i;
+    int rc = -1;
+
+    if (q->p.op == OP_REQUEUE) {
+        /* by id or event id: whatever it became; by endpoint, only its
+         * dead letters unless asked for more */
+        take = q->p.statuses ? q->p.statuses
+               : s->id || s->event_id
+                   ? MSG_BIT(MSG_FAILED) | MSG_BIT(MSG_DELIVERED) | MSG_BIT(MSG_DEAD_LETTER)
+                   : MSG_BIT(MSG_DEAD_LETTER);
+        s->skip_erased = 1;   /* nothing left to send */
+    } else if (q->p.op == OP_PURGE) {
+        take = MSG_BIT(MSG_DEAD_LETTER);
+    } else {
+        s->skip_erased = 1;
+    }
+    if (take)
+        s->statuses = s->statuses ? s->statuses & take : take;
+    /* the writer's walk is shorter: enqueues wait for it */
+    s->scan_max = MSGSEL_SCAN_WRITER;
+    if (begin(st, q) < 0)
+        return -1;
+    if (msgsel_walk(st, s, limit, collect, &ids, &w) < 0) {
+        store_error(st, q);
+        goto out;
+    }
+    for (i = 0; !s->dry_run && i < ids.n; i++) {
+        struct store_filter f = {ids.v[i], 0, 0, s->statuses};
+        if ((q->p.op == OP_REQUEUE ? st->ops->requeue(st, &f, now, &n, &g)
+             : q->p.op == OP_PURGE ? st->ops->purge(st, &f, &n)
+                                   : st->ops->erase(st, ids.v[i], now, &n)) < 0) {
+            store_error(st, q);
+            goto out;
+        }
+        done += n;
+        gone += g;   /* rows of a deleted endpoint: requeue leaves them */
+        g = 0;
+    }
+    if (s->dry_run)
+        st->ops->rollback(st);
+    else if (commit(st, q) < 0)
+        goto out;
+    rc = 0;
+    if (s->dry_run) {
+        buf_printf(&q->reply, "{\"ok\":true,\"dry_run\":true,\"matched\":%lld,\"more\":%s,\"next\":",
+                   (long long)ids.n, w.next ? "true" : "false");
+        put_next(&q->reply, w.next);
+        buf_printf(&q->reply, ",\"scanned\":%lld}\n", (long long)w.scanned);
+        goto out;
+    }
+    if (q->p.op == OP_REQUEUE)
+        for (i = 0; i < r->n; i++)
+            if (!e || e == r->v[i])
+                r->v[i]->next_due = 0;
+    if (q->p.op == OP_ERASE && done && st->ops->checkpoint(st, 1) < 0)
+        /* the bytes leave the log at the next checkpoint instead */
+        log_warn("checkpoint_failed", "when=erase err=\"%s\"", st->errmsg);
+    log_info(q->p.op == OP_REQUEUE ? "requeued" : q->p.op == OP_PURGE ? "purged" : "erased",
+             "count=%lld by=filter%s%s", (long long)done, e ? " endpoint=" : "", e ? e->conf->def.name : "");
+    buf_printf(&q->reply, "{\"ok\":true,\"%s\":%lld,", done_name[q->p.op], (long long)done);
+    if (gone)
+        buf_printf(&q->reply, "\"gone\":%lld,", (long long)gone);
+    buf_printf(&q->reply, "\"more\":%s,\"next\":", w.next ? "true" : "false");
+    put_next(&q->reply, w.next);
+    buf_puts(&q->reply, "}\n");
+out:
+    free(ids.v);
+    return rc;
+}
+
 static int redrive(struct registry *r, struct store *st, struct req *q, struct endpoint *e, int64_t now)
 {
     struct store_filter f = {q->p.id, e ? e->id : 0, q->p.since_ms, q->p.statuses};
     int64_t n = 0, gone = 0;
     size_t i;
 
+    if (q->p.sel && q->p.sel->given)
+        return by_filter(r, st, q, e, now);
     if (q->p.op == OP_REQUEUE && !f.statuses)
         /* a message named by id goes again whatever it became; by
          * endpoint, only its dead letters unless asked for more */
@@ -180,6 +297,8 @@ int admin_handle(struct registry *r, struct store *st, struct req *q, int64_t no
     case OP_REQUEUE:
     case OP_PURGE:
         return redrive(r, st, q, e, now);
+    case OP_ERASE:
+        return by_filter(r, st, q, e, now);
     case OP_PAUSE:
     case OP_RESUME: {
         int paused = q->p.op == OP_PAUSE;

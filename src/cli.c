@@ -22,6 +22,7 @@
 #include "backup.h"
 #include "cli_args.h"
 #include "cli_show.h"
+#include "cli_msgs.h"
 #include "client.h"
 #include "config.h"
 #include "export.h"
@@ -248,8 +249,10 @@ static int run_client(const struct cmd *c, int argc, char **argv)
     struct args a;
     struct buf req = {0}, reply = {0};
     char err[1024], sock[128]; /* sun_path is 108; longer is reported, not used */
+    char after[32];
     int64_t timeout = DEFAULT_TIMEOUT_MS;
     cJSON *r = NULL;
+    const cJSON *next;
     int rc = start(c, argc, argv, &a);
 
     if (rc >= 0)
@@ -257,6 +260,7 @@ static int run_client(const struct cmd *c, int argc, char **argv)
     rc = CLI_EXIT_USAGE;
     if (opt_timeout(c, &a, &timeout) < 0 || client_resolve_socket(&a, sock, sizeof sock) < 0)
         goto out;
+again:
     if (cli_assemble(c, &a, &req, err, sizeof err) < 0) {
         fprintf(stderr, "hookd %s: %s\n", c->name, err);
         goto out;
@@ -285,6 +289,18 @@ static int run_client(const struct cmd *c, int argc, char **argv)
     if (!(a.seen & OB(O_JSON)))
         c->show(r, &a);
     rc = fflush(stdout) == 0 && !ferror(stdout) ? CLI_EXIT_OK : CLI_EXIT_ERROR;
+    /* messages --ndjson is an export: it follows the pages to the end */
+    next = cli_jget(r, "next");
+    if (rc == CLI_EXIT_OK && (a.seen & OB(O_NDJSON)) && !(a.seen & OB(O_JSON)) && cJSON_IsNumber(next)) {
+        snprintf(after, sizeof after, "%lld", (long long)next->valuedouble);
+        a.val[O_AFTER] = after;
+        a.seen |= OB(O_AFTER);
+        cJSON_Delete(r);
+        r = NULL;
+        buf_reset(&req);
+        buf_reset(&reply);
+        goto again;
+    }
 out:
     cJSON_Delete(r);
     buf_free(&req);
@@ -521,11 +537,26 @@ static const struct cmd commands[] = {
            "enqueue", OB(O_ENDPOINT) | OB(O_TYPE) | OB(O_EVENT_ID) | OB(O_DATA) | OB(O_FILE) | OB(O_DELAY) |
            OB(O_DELIVER_AT), 0, 0,
            cli_build_send, cli_show_send),
-    CLIENT("get", 0, "get ID", "Show one message and its delivery attempts.", "get", 0, 1, 1,
-           cli_build_get, cli_show_get),
-    CLIENT("attempts", 0, "attempts ID",
-           "One message's attempt log: method, URL as sent (secrets masked), status, response.",
-           "attempts", 0, 1, 1, cli_build_get, cli_show_attempts),
+    CLIENT("get", 0, "get ID | get --event-id ID [--endpoint NAME]", "Show one message and its delivery attempts.",
+           "get", OB(O_EVENT_ID) | OB(O_ENDPOINT), 0, 1, cli_build_get, cli_show_get),
+    CLIENT("attempts", 0, "attempts ID | attempts --event-id ID [--endpoint NAME]",
+           "One message's attempt log, every attempt ever made (a requeue marked): method, URL as sent\n"
+           "                   (secrets masked), status, response.",
+           "attempts", OB(O_EVENT_ID) | OB(O_ENDPOINT), 0, 1, cli_build_get, cli_show_attempts),
+    CLIENT("messages", 0,
+           "messages [--endpoint NAME] [--status LIST] [--event-id ID] [--type GLOB] [--error-class C]\n"
+           "                  [--since TIME] [--until TIME] [--where FIELD=VALUE]... [--limit N] [--after ID]\n"
+           "                  [--ndjson]",
+           "Find messages, newest first. TIME is epoch ms or a duration ago (2h); --where matches a\n"
+           "                   dotted payload path exactly (admin); --after ID goes on where a page ended.",
+           "messages",
+           SELECT_OPTS | OB(O_STATUS) | OB(O_AFTER) | OB(O_NDJSON), 0, 0, cli_build_messages, cli_show_messages),
+    CLIENT("erase", 1,
+           "erase ID | erase --event-id ID [--endpoint NAME] | erase --since TIME [--until TIME]\n"
+           "                  [--endpoint NAME] [--where FIELD=VALUE]... [--limit N] [--dry-run]",
+           "Remove payloads, response excerpts and URLs as sent (ids, statuses, times stay); a waiting\n"
+           "                   message is not delivered any more.",
+           "erase", SELECT_OPTS | OB(O_DRY_RUN) | OB(O_AFTER), 0, 1, cli_build_erase, cli_show_erase),
     CLIENT("stats", 0, "stats", "Queue totals and delivery rates.", "stats", 0, 0, 0, cli_build_none,
            cli_show_stats),
     CLIENT("endpoints", 0, "endpoints", "List endpoints with circuit state, latency and queue.",
@@ -539,13 +570,18 @@ static const struct cmd commands[] = {
     CLIENT("endpoint-delete", 1, "endpoint-delete NAME",
            "Delete an endpoint; its queued messages become dead letters.", "endpoint.delete", 0, 1, 1,
            cli_build_delete, cli_show_delete),
-    CLIENT("requeue", 1, "requeue ID | requeue --endpoint NAME [--since TIME] [--status LIST]",
-           "Send messages again from the start (attempts reset). By ID: whatever it became; by endpoint:\n"
-           "                   its dead letters, or the statuses in LIST (dead_letter,delivered,failed).\n"
-           "                   TIME is epoch ms or a duration ago (2h).", "requeue",
-           OB(O_ENDPOINT) | OB(O_SINCE) | OB(O_STATUS), 0, 1, cli_build_requeue, cli_show_requeue),
-    CLIENT("purge", 1, "purge [--endpoint NAME] [--since TIME]", "Delete dead letters.", "purge",
-           OB(O_ENDPOINT) | OB(O_SINCE), 0, 0, cli_build_purge, cli_show_purge),
+    CLIENT("requeue", 1,
+           "requeue ID | requeue (--endpoint NAME | --event-id ID) [--since TIME] [--status LIST]\n"
+           "                  [--until TIME] [--type GLOB] [--error-class C] [--where F=V]... [--limit N] [--dry-run]",
+           "Send messages again from the start (attempts reset, the log kept). By ID or event id: whatever\n"
+           "                   it became; by endpoint: its dead letters, or the statuses in LIST\n"
+           "                   (dead_letter,delivered,failed). TIME is epoch ms or a duration ago (2h).", "requeue",
+           SELECT_OPTS | OB(O_STATUS) | OB(O_DRY_RUN) | OB(O_AFTER), 0, 1, cli_build_requeue, cli_show_requeued),
+    CLIENT("purge", 1,
+           "purge [--endpoint NAME] [--since TIME] [--event-id ID] [--until TIME] [--type GLOB]\n"
+           "                  [--error-class C] [--where F=V]... [--limit N] [--dry-run]",
+           "Delete dead letters.", "purge", SELECT_OPTS | OB(O_DRY_RUN) | OB(O_AFTER), 0, 0, cli_build_purge,
+           cli_show_purged),
     CLIENT("pause", 1, "pause NAME", "Stop delivering to an endpoint (messages keep queuing).",
            "pause", 0, 1, 1, cli_build_endpoint, cli_show_pause),
     CLIENT("resume", 1, "resume NAME", "Resume delivering to a paused endpoint.", "resume", 0, 1, 1,

@@ -3,6 +3,7 @@
 #include "cli_args.h"
 #include "jscan.h"
 #include "cli.h"
+#include "msgsel.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -40,13 +41,20 @@ static const struct optdef {
     [O_ONCE] = {"once", 0, 0},
     [O_SORT] = {"sort", 0, 1},
     [O_HTML] = {"html", 0, 1},
+    [O_WHERE] = {"where", 0, 1},
+    [O_UNTIL] = {"until", 0, 1},
+    [O_LIMIT] = {"limit", 0, 1},
+    [O_AFTER] = {"after", 0, 1},
+    [O_NDJSON] = {"ndjson", 0, 0},
+    [O_DRY_RUN] = {"dry-run", 0, 0},
+    [O_ERROR_CLASS] = {"error-class", 0, 1},
 };
 
 /* ---------- argument parsing ---------- */
 
 static int set_opt(struct args *a, enum opt_id id, const char *v, char *err, size_t errlen)
 {
-    int r = id == O_SECRET ? R_SECRET : id == O_HEADER ? R_HEADER : id == O_SET ? R_SET : -1;
+    int r = id == O_SECRET ? R_SECRET : id == O_HEADER ? R_HEADER : id == O_SET ? R_SET : id == O_WHERE ? R_WHERE : -1;
 
     a->seen |= OB(id);
     if (r < 0) {
@@ -360,12 +368,25 @@ int cli_build_get(const struct args *a, cJSON *req, struct buf *payload, char *e
 {
     int64_t id;
 
+    if ((a->npos > 0) == (a->val[O_EVENT_ID] != NULL)) {
+        snprintf(err, errlen, "give a message ID or --event-id ID [--endpoint NAME] (one of them)");
+        return -1;
+    }
+    if (a->val[O_EVENT_ID])
+        return add_str(req, "event_id", a->val[O_EVENT_ID], err, errlen) < 0 ||
+                       (a->val[O_ENDPOINT] && add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0)
+                   ? -1
+                   : 0;
+    if (a->val[O_ENDPOINT]) {
+        snprintf(err, errlen, "--endpoint goes with --event-id, not with a message ID");
+        return -1;
+    }
     if (parse_pos_int(a->pos[0], "ID", 1, INT64_MAX / 2, &id, err, errlen) < 0)
         return -1;
     return add_num(req, "id", id, err, errlen);
 }
 
-static int build_since(const struct args *a, cJSON *req, char *err, size_t errlen)
+int cli_build_since(const struct args *a, cJSON *req, char *err, size_t errlen)
 {
     int64_t since;
 
@@ -400,13 +421,72 @@ static int add_str_array(cJSON *req, const char *k, const char *const *v, size_t
     return 0;
 }
 
+static int add_int_opt(const struct args *a, enum opt_id id, const char *key, const char *what, int64_t min,
+                       int64_t max, cJSON *req, char *err, size_t errlen)
+{
+    int64_t v;
+
+    if (!a->val[id])
+        return 0;
+    if (util_parse_int(a->val[id], &v) < 0 || v < min || v > max) {
+        snprintf(err, errlen, "%s must be an integer in %lld..%lld, not '%s'", what, (long long)min, (long long)max,
+                 a->val[id]);
+        return -1;
+    }
+    return add_num(req, key, v, err, errlen);
+}
+
+int cli_build_selector(const struct args *a, cJSON *req, char *err, size_t errlen)
+{
+    cJSON *arr;
+    int64_t until;
+    size_t i, eq;
+
+    if ((a->val[O_EVENT_ID] && add_str(req, "event_id", a->val[O_EVENT_ID], err, errlen) < 0) ||
+        (a->val[O_TYPE] && add_str(req, "type", a->val[O_TYPE], err, errlen) < 0) ||
+        (a->val[O_ERROR_CLASS] && add_str(req, "error_class", a->val[O_ERROR_CLASS], err, errlen) < 0) ||
+        add_int_opt(a, O_LIMIT, "limit", "--limit", 1, MSGSEL_LIMIT_MAX, req, err, errlen) < 0 ||
+        add_int_opt(a, O_AFTER, "after", "--after", 1, INT64_MAX / 2, req, err, errlen) < 0)
+        return -1;
+    if (a->val[O_UNTIL]) {
+        if (cli_parse_since(a->val[O_UNTIL], util_now_ms(), &until) < 0 || until < 1) {
+            snprintf(err, errlen, "--until wants epoch milliseconds or a duration like 2h, not '%s'", a->val[O_UNTIL]);
+            return -1;
+        }
+        if (add_num(req, "until", until, err, errlen) < 0)
+            return -1;
+    }
+    if ((a->seen & OB(O_DRY_RUN)) && !cJSON_AddTrueToObject(req, "dry_run"))
+        return oom(err, errlen);
+    if (!a->nrep[R_WHERE])
+        return 0;
+    if (!(arr = cJSON_AddArrayToObject(req, "where")))
+        return oom(err, errlen);
+    for (i = 0; i < a->nrep[R_WHERE]; i++) {
+        cJSON *s;
+        if (msgsel_where_split(a->rep[R_WHERE][i], &eq, err, errlen) < 0)
+            return -1;
+        if (!(s = cJSON_CreateString(a->rep[R_WHERE][i])) || !cJSON_AddItemToArray(arr, s)) {
+            cJSON_Delete(s);
+            return oom(err, errlen);
+        }
+    }
+    return 0;
+}
+
 int cli_build_requeue(const struct args *a, cJSON *req, struct buf *payload, char *err,
                          size_t errlen)
 {
-    if ((a->npos > 0) == (a->val[O_ENDPOINT] != NULL)) {
-        snprintf(err, errlen, "requeue needs a message ID or --endpoint NAME (one of them)");
+    if ((a->npos > 0) == (a->val[O_ENDPOINT] != NULL || a->val[O_EVENT_ID] != NULL)) {
+        snprintf(err, errlen, "requeue needs a message ID, or --endpoint NAME and/or --event-id ID (one of them)");
         return -1;
     }
+    if (a->npos > 0 && (a->seen & (SELECT_OPTS | OB(O_DRY_RUN) | OB(O_AFTER)) & ~OB(O_SINCE))) {
+        snprintf(err, errlen, "a message ID takes no other filter");
+        return -1;
+    }
+    if (cli_build_selector(a, req, err, errlen) < 0)
+        return -1;
     if (a->val[O_STATUS]) {
         /* "dead_letter,delivered": the daemon checks the names */
         char *copy = strdup(a->val[O_STATUS]), *tok, *save = NULL;
@@ -431,17 +511,18 @@ int cli_build_requeue(const struct args *a, cJSON *req, struct buf *payload, cha
         }
         return cli_build_get(a, req, payload, err, errlen);
     }
-    if (add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0)
+    if (a->val[O_ENDPOINT] && add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0)
         return -1;
-    return build_since(a, req, err, errlen);
+    return cli_build_since(a, req, err, errlen);
 }
 
 int cli_build_purge(const struct args *a, cJSON *req, struct buf *payload, char *err,
                        size_t errlen)
 {
-    if (a->val[O_ENDPOINT] && add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0)
+    if (cli_build_selector(a, req, err, errlen) < 0 ||
+        (a->val[O_ENDPOINT] && add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0))
         return -1;
-    return build_since(a, req, err, errlen);
+    return cli_build_since(a, req, err, errlen);
 }
 
 int cli_build_endpoint(const struct args *a, cJSON *req, struct buf *payload, char *err,

@@ -287,10 +287,12 @@ void cli_show_get(const cJSON *r, const struct args *a)
         {"max_attempts", 'v'}, {"created_at", 't'},      {"next_attempt_at", 't'},
         {"claimed_at", 't'},   {"delivered_at", 't'},    {"last_error", 'v'},
         {"last_error_class", 'v'}, {"last_status_code", 'v'}, {"last_response_ms", 'm'},
-        {"payload_bytes", 'v'},
+        {"payload_bytes", 'v'},    {"erased_at", 't'},
     };
     static const struct col attempt_cols[] = {
-        {"#", NULL, NULL, '#', 0},
+        /* a requeue is attempt 0 of the generation it begins */
+        {"GEN", "generation", NULL, 'v', 0},
+        {"#", "attempt", NULL, 'v', 0},
         {"AT", "at", NULL, 't', 0},
         {"STATUS", "status_code", NULL, 'v', 0},
         {"RESPONSE", "response_ms", NULL, 'm', 0},
@@ -323,8 +325,20 @@ void cli_show_attempts(const cJSON *r, const struct args *a)
 
     (void)a;
     cJSON_ArrayForEach(it, at) {
+        const cJSON *num = cli_jget(it, "attempt"), *gen = cli_jget(it, "generation");
         fmt_kind('t', cli_jget(it, "at"), w, sizeof w);
-        printf("%sattempt %d  %s\n", n ? "\n" : "", n + 1, w);
+        if (cJSON_IsNumber(num) && num->valueint == 0) {
+            /* the log keeps what came before a requeue */
+            printf("%srequeued  %s  (generation %d begins)\n", n ? "\n" : "", w,
+                   cJSON_IsNumber(gen) ? gen->valueint : 0);
+            n++;
+            continue;
+        }
+        if (cJSON_IsNumber(gen) && gen->valueint > 0)
+            printf("%sattempt %d  %s  (generation %d)\n", n ? "\n" : "", cJSON_IsNumber(num) ? num->valueint : n + 1,
+                   w, gen->valueint);
+        else
+            printf("%sattempt %d  %s\n", n ? "\n" : "", cJSON_IsNumber(num) ? num->valueint : n + 1, w);
         n++;
         cli_fmt_val(cli_jget(it, "method"), v, sizeof v);
         printf("  request   %s ", v);

@@ -470,6 +470,7 @@ static void handle_line(struct conn *c, const char *line, size_t len)
     case OP_ENDPOINT_DELETE:
     case OP_REQUEUE:
     case OP_PURGE:
+    case OP_ERASE:
     case OP_PAUSE:
     case OP_RESUME:
         r->reserve = WRITER_RESERVE;

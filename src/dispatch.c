@@ -5,6 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* shared, failing, every request the threshold allows in flight on other
+ * nodes: look again after this long */
+#define DISPATCH_FAILING_RECHECK_MS 250
+
 struct claim_ctx {
     struct endpoint *e;
     int probe;
@@ -151,6 +155,16 @@ static int64_t admit(struct registry *r, struct endpoint *e, int64_t now, int64_
     }
     if (adm == BREAKER_DENY)
         return 0;
+    if (adm == BREAKER_ADMIT && registry_failing_room(r, e) < limit) {
+        /* shared and failing: no more requests than could fail before
+         * the threshold, over every node; when the others hold them all,
+         * ask again shortly (their results do not wake this node) */
+        limit = registry_failing_room(r, e);
+        if (limit == 0) {
+            e->next_due = now + DISPATCH_FAILING_RECHECK_MS;
+            return 0;
+        }
+    }
     if (adm == BREAKER_ADMIT_PROBE) {
         limit = 1;
         *probe = 1;

@@ -34,17 +34,21 @@ int maint_expire(struct maint *m, int64_t now)
         enum store_expiry what;
         const char *name;
     } kinds[] = {{EXPIRE_DELIVERED, "delivered"}, {EXPIRE_DEAD_LETTERS, "dead_letters"},
-                 {EXPIRE_HISTORY, "history"}};
+                 {EXPIRE_HISTORY, "history"}, {EXPIRE_PAYLOADS, "payloads"}};
     const struct config *c = m->c;
-    int64_t before[3], n[3] = {0, 0, 0};
+    int64_t before[4], n[4] = {0, 0, 0, 0};
     size_t i;
     int more = 0;
 
     before[0] = now - c->keep_delivered_ms;
     before[1] = now - c->keep_dead_letter_ms;
     before[2] = now - c->history_keep_ms;
-    for (i = 0; i < 3; i++) {
+    before[3] = now - c->keep_payload_ms;
+    for (i = 0; i < 4; i++) {
         struct store *st = m->st;
+        /* [retention] payload: off (0), or no shorter than the rows' own */
+        if (i == 3 && (!c->keep_payload_ms || c->keep_payload_ms >= c->keep_delivered_ms))
+            break;
         if (st->ops->begin(st, 0) < 0 || st->ops->expire(st, kinds[i].what, before[i], c->cleanup_chunk, &n[i]) < 0 ||
             st->ops->commit(st) < 0) {
             failed(m, "cleanup");
@@ -52,9 +56,9 @@ int maint_expire(struct maint *m, int64_t now)
         }
         more |= n[i] == c->cleanup_chunk;
     }
-    if (n[0] || n[1] || n[2])
-        log_debug("cleanup", "%s=%lld %s=%lld %s=%lld", kinds[0].name, (long long)n[0], kinds[1].name,
-                  (long long)n[1], kinds[2].name, (long long)n[2]);
+    if (n[0] || n[1] || n[2] || n[3])
+        log_debug("cleanup", "%s=%lld %s=%lld %s=%lld %s=%lld", kinds[0].name, (long long)n[0], kinds[1].name,
+                  (long long)n[1], kinds[2].name, (long long)n[2], kinds[3].name, (long long)n[3]);
     return more;
 }
 

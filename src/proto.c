@@ -1,5 +1,6 @@
 /* proto.c - request parsing and validation, reply framing. Pure. */
 #include "proto.h"
+#include "msgsel.h"
 #include "jscan.h"
 #include "schedule.h"
 
@@ -22,20 +23,23 @@ static const struct {
 } ops[] = {
     {"ping", OP_PING, 0, ""},
     {"enqueue", OP_ENQUEUE, 0, "endpoint event_id event_type payload delay deliver_at"},
-    {"get", OP_GET, 0, "id"},
+    {"get", OP_GET, 0, "id event_id endpoint"},
     {"stats", OP_STATS, 0, ""},
     {"endpoint.list", OP_ENDPOINT_LIST, 0, ""},
     {"endpoint.put", OP_ENDPOINT_PUT, 1, NULL},
     {"endpoint.delete", OP_ENDPOINT_DELETE, 1, "name"},
-    {"requeue", OP_REQUEUE, 1, "id endpoint since statuses"},
-    {"purge", OP_PURGE, 1, "endpoint since"},
+    {"requeue", OP_REQUEUE, 1,
+     "id endpoint since statuses event_id type error_class until where limit after dry_run"},
+    {"purge", OP_PURGE, 1, "endpoint since event_id type error_class until where limit after dry_run"},
     {"pause", OP_PAUSE, 1, "endpoint"},
     {"resume", OP_RESUME, 1, "endpoint"},
     {"dead_letters", OP_DEAD_LETTERS, 0, "hours"},
     {"slow", OP_SLOW, 0, "p95_ms"},
     {"metrics", OP_METRICS, 0, ""},
-    {"attempts", OP_ATTEMPTS, 0, "id"},
+    {"attempts", OP_ATTEMPTS, 0, "id event_id endpoint"},
     {"report", OP_REPORT, 0, "hours"},
+    {"messages", OP_MESSAGES, 0, "endpoint status event_id type error_class since until where limit after"},
+    {"erase", OP_ERASE, 1, "id endpoint event_id type error_class since until where limit after dry_run"},
 };
 
 const char *proto_op_fields(enum proto_op op)
@@ -563,10 +567,28 @@ int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
         break;
     case OP_GET:
     case OP_ATTEMPTS:
-        if (get_int(o, "id", &r->id, 1, INT64_MAX / 2, err) <= 0) {
-            if (!err->code || r->id == 0)
-                fail(err, PERR_BAD_REQUEST, r->op == OP_GET ? "get needs 'id' (positive integer)"
-                                                            : "attempts needs 'id' (positive integer)");
+        if (get_int(o, "id", &r->id, 1, INT64_MAX / 2, err) < 0)
+            goto out;
+        if (!r->id == !cJSON_GetObjectItemCaseSensitive(o, "event_id")) {
+            fail(err, PERR_BAD_REQUEST, r->op == OP_GET ? "get needs 'id' (positive integer) or 'event_id'"
+                                                        : "attempts needs 'id' (positive integer) or 'event_id'");
+            goto out;
+        }
+        if (r->id && cJSON_GetObjectItemCaseSensitive(o, "endpoint")) {
+            fail(err, PERR_BAD_REQUEST, "'endpoint' goes with 'event_id', not with 'id'");
+            goto out;
+        }
+        break;
+    case OP_MESSAGES:
+        break;
+    case OP_ERASE:
+        if (get_str(o, "endpoint", &r->endpoint, 64, err) < 0)
+            goto out;
+        /* never everything by accident: a message, an event, or a window */
+        if (!cJSON_GetObjectItemCaseSensitive(o, "id") && !cJSON_GetObjectItemCaseSensitive(o, "event_id") &&
+            !cJSON_GetObjectItemCaseSensitive(o, "since")) {
+            fail(err, PERR_BAD_REQUEST, "erase needs 'id', 'event_id', or 'since' (with 'endpoint', 'until', "
+                                        "'where' to narrow it)");
             goto out;
         }
         break;
@@ -578,8 +600,8 @@ int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
         hep = get_str(o, "endpoint", &r->endpoint, 64, err);
         if (hep < 0 || get_int(o, "since", &r->since_ms, 0, INT64_MAX / 2, err) < 0)
             goto out;
-        if ((hid > 0) == (hep > 0)) {
-            fail(err, PERR_BAD_REQUEST, "requeue needs exactly one of 'id' or 'endpoint'");
+        if ((hid > 0) == (hep > 0 || cJSON_GetObjectItemCaseSensitive(o, "event_id") != NULL)) {
+            fail(err, PERR_BAD_REQUEST, "requeue needs 'id', or 'endpoint' and/or 'event_id' (not both kinds)");
             goto out;
         }
         if (get_statuses(o, &r->statuses, err) < 0)
@@ -626,6 +648,20 @@ int proto_parse(const char *line, size_t len, const struct proto_limits *lim,
     default:
         break;
     }
+    if (r->op == OP_GET || r->op == OP_ATTEMPTS || r->op == OP_MESSAGES || r->op == OP_REQUEUE ||
+        r->op == OP_PURGE || r->op == OP_ERASE) {
+        if (!(r->sel = calloc(1, sizeof *r->sel))) {
+            fail(err, PERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        if (msgsel_parse(o ? o : r->body, r->sel, err->message, sizeof err->message) < 0) {
+            err->code = PERR_BAD_REQUEST;
+            goto out;
+        }
+        /* a condition on the payload reads it: an admin's question */
+        if (r->sel->nwhere)
+            r->admin_only = 1;
+    }
     rc = 0;
 out:
     cJSON_Delete(o);
@@ -641,6 +677,8 @@ void proto_req_free(struct proto_req *r)
     free(r->event_type);
     free(r->payload);
     cJSON_Delete(r->body);
+    msgsel_free(r->sel);
+    free(r->sel);
     memset(r, 0, sizeof *r);
 }
 

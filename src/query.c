@@ -8,6 +8,7 @@
 #include "counters.h"
 #include "epdef.h"
 #include "metrics.h"
+#include "msgsel.h"
 #include "tpl.h"
 #include "urlmask.h"
 
@@ -54,7 +55,10 @@ static int get_attempt(void *arg, const struct store_attempt *a)
     struct get_ctx *x = arg;
     struct buf *b = x->b;
 
-    buf_printf(b, "%s{\"at\":%lld,\"response_ms\":", x->n++ ? "," : "", (long long)a->at);
+    /* attempt 0 is the requeue that began its generation: no request */
+    buf_printf(b, "%s{\"attempt\":%d,\"generation\":%d,\"event\":\"%s\",\"at\":%lld,\"response_ms\":",
+               x->n++ ? "," : "", a->attempt, a->generation, a->attempt == 0 ? "requeued" : "attempt",
+               (long long)a->at);
     put_int(b, a->response_ms, -1);
     buf_puts(b, ",\"status_code\":");
     put_int(b, a->status_code, 0);
@@ -99,6 +103,8 @@ static int get_message(void *arg, const struct store_message *m)
     put_int(b, m->last_status_code, 0);
     buf_puts(b, ",\"last_response_ms\":");
     put_int(b, m->last_response_ms, -1);
+    buf_puts(b, ",\"erased_at\":");
+    put_int(b, m->erased_at, 0);
     buf_printf(b, ",\"payload_bytes\":%lld,\"attempts\":[", (long long)m->payload_bytes);
     if (x->st->ops->message_attempts(x->st, m, GET_ATTEMPTS_MAX, get_attempt, x) < 0)
         return -1;
@@ -135,6 +141,104 @@ static int do_message(struct store *st, struct req *r, int (*fn)(void *ctx, cons
     if (!found)
         req_error(r, PERR_NOT_FOUND, "no message %lld", (long long)r->p.id);
     return 0;
+}
+
+/* get and attempts by event id (and endpoint): the one message it names */
+struct pick_ctx {
+    int64_t id, n;
+    struct buf names;            /* endpoints of the candidates, for "ambiguous" */
+};
+
+static int pick(void *arg, const struct store_message *m)
+{
+    struct pick_ctx *x = arg;
+
+    x->id = m->id;
+    if (x->n++ < 10)
+        buf_printf(&x->names, "%s%s", x->n > 1 ? ", " : "", m->endpoint ? m->endpoint : "(deleted)");
+    return 0;
+}
+
+static int do_by_event(struct store *st, struct req *r, int (*fn)(void *ctx, const struct store_message *m))
+{
+    struct pick_ctx x = {0, 0, {0}};
+    struct msgsel_walk w;
+    int rc;
+
+    if (st->ops->snapshot_begin(st) < 0)
+        return -1;
+    rc = msgsel_walk(st, r->p.sel, 50, pick, &x, &w);
+    st->ops->snapshot_end(st);
+    if (rc < 0 || x.names.failed) {
+        buf_free(&x.names);
+        return rc < 0 ? -1 : oom(st);
+    }
+    if (x.n == 0)
+        req_error(r, PERR_NOT_FOUND, "no message with event id '%.64s'%s%.64s", r->p.sel->event_id,
+                  r->p.sel->endpoint ? " for endpoint " : "", r->p.sel->endpoint ? r->p.sel->endpoint : "");
+    else if (x.n > 1)
+        req_error(r, PERR_AMBIGUOUS, "%lld messages have event id '%.64s' (endpoints %s): give 'endpoint'",
+                  (long long)x.n, r->p.sel->event_id, x.names.p);
+    buf_free(&x.names);
+    if (x.n != 1)
+        return 0;
+    r->p.id = x.id;
+    return do_message(st, r, fn);
+}
+
+/* ---- messages ---- */
+
+struct msgs_ctx {
+    struct buf *b;
+    int n;
+};
+
+static int put_row(void *arg, const struct store_message *m)
+{
+    struct msgs_ctx *x = arg;
+    struct buf *b = x->b;
+
+    buf_printf(b, "%s{\"id\":%lld,\"endpoint\":", x->n++ ? "," : "", (long long)m->id);
+    put_str(b, m->endpoint);
+    buf_puts(b, ",\"event_id\":");
+    put_str(b, m->event_id);
+    buf_puts(b, ",\"event_type\":");
+    put_str(b, m->event_type);
+    buf_puts(b, ",\"status\":");
+    buf_json_str(b, msg_status_name(m->status));
+    buf_printf(b, ",\"attempt_count\":%d,\"created_at\":%lld,\"delivered_at\":", m->attempt_count,
+               (long long)m->created_at);
+    put_int(b, m->delivered_at, 0);
+    buf_puts(b, ",\"last_status_code\":");
+    put_int(b, m->last_status_code, 0);
+    buf_puts(b, ",\"last_error_class\":");
+    put_str(b, m->last_error_class);
+    buf_puts(b, ",\"erased_at\":");
+    put_int(b, m->erased_at, 0);
+    buf_puts(b, "}");
+    return b->failed ? -1 : 0;
+}
+
+/* The messages a selector finds, newest first; next: where the next page
+ * starts (after = next), null when nothing is left. */
+static int do_messages(struct store *st, struct req *r)
+{
+    struct msgsel *s = r->p.sel;
+    struct msgs_ctx x = {&r->reply, 0};
+    struct msgsel_walk w;
+    int rc;
+
+    buf_puts(&r->reply, "{\"ok\":true,\"messages\":[");
+    if (st->ops->snapshot_begin(st) < 0)
+        return -1;
+    rc = msgsel_walk(st, s, s->limit ? s->limit : MSGSEL_LIMIT_DEFAULT, put_row, &x, &w);
+    st->ops->snapshot_end(st);
+    if (rc < 0)
+        return -1;
+    buf_puts(&r->reply, "],\"next\":");
+    put_int(&r->reply, w.next, 0);
+    buf_printf(&r->reply, ",\"scanned\":%lld}\n", (long long)w.scanned);
+    return r->reply.failed ? oom(st) : 0;
 }
 
 /* ---- stats ---- */
@@ -413,9 +517,11 @@ int query_answer(struct store *st, const struct config *c, struct req *r)
     buf_reset(&r->reply);
     switch (r->p.op) {
     case OP_GET:
-        return do_message(st, r, get_message);
+        return r->p.id ? do_message(st, r, get_message) : do_by_event(st, r, get_message);
     case OP_ATTEMPTS:
-        return do_message(st, r, attempts_of);
+        return r->p.id ? do_message(st, r, attempts_of) : do_by_event(st, r, attempts_of);
+    case OP_MESSAGES:
+        return do_messages(st, r);
     case OP_STATS:
         return do_stats(st, r, now);
     case OP_ENDPOINT_LIST:

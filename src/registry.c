@@ -294,8 +294,19 @@ void registry_sync_health(struct registry *r, const struct store_health *h)
     /* whichever node holds it: the single probe of the whole cluster */
     e->br.probe_in_flight = h->state == BREAKER_HALF_OPEN && h->probe_out;
     e->paused = h->paused;
+    e->cluster_in_flight = h->in_flight;
     e->locked = r->round;
     e->stale = 0;
+}
+
+int64_t registry_failing_room(const struct registry *r, const struct endpoint *e)
+{
+    int64_t left;
+
+    if (!r->shared || e->br.state != BREAKER_CLOSED || e->br.consecutive_failures == 0)
+        return INT64_MAX;
+    left = (int64_t)endpoint_threshold(e) - (int64_t)e->br.consecutive_failures - e->cluster_in_flight;
+    return left > 0 ? left : 0;
 }
 
 /* ---- the round's undo log ---- */

@@ -106,6 +106,7 @@ static const struct cfg_def cfg_table[] = {
 
     {"retention", "delivered", T_DUR, C(keep_delivered_ms), 60000, 3650 * DAY, "7d", "keep delivered rows this long", NULL},
     {"retention", "dead_letter", T_DUR, C(keep_dead_letter_ms), 60000, 3650 * DAY, "30d", "keep dead letters this long", NULL},
+    {"retention", "payload", T_DUR, C(keep_payload_ms), 0, 3650 * DAY, "0", "erase payloads of delivered messages this long after delivery (0: with the row)", NULL},
     {"retention", "chunk", T_INT, C(cleanup_chunk), 10, 1000000, "250", "rows deleted per cleanup step", NULL},
     {"retention", "cleanup_interval", T_DUR, C(cleanup_interval_ms), 100, DAY, "60s", "retention and latency cleanup period", NULL},
     {"retention", "checkpoint_interval", T_DUR, C(checkpoint_interval_ms), 100, HOUR, "10s", "WAL checkpoint period", NULL},

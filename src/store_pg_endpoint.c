@@ -114,10 +114,10 @@ fail:
 
 /* Health rows of a result (columns: endpoint_id, endpoint_url, the
  * health columns, and with locked the probe and paused flags) to fn. */
-static int health_rows(struct store *s, const PGresult *r, int locked,
+static int health_rows(struct store *s, const PGresult *r, const PGresult *inflight, int locked,
                        int (*fn)(void *ctx, const struct store_health *h), void *ctx, const char *what)
 {
-    int i, rows = PQntuples(r);
+    int i, k, rows = PQntuples(r);
 
     for (i = 0; i < rows; i++) {
         struct store_health h;
@@ -128,6 +128,9 @@ static int health_rows(struct store *s, const PGresult *r, int locked,
         if (locked) {
             h.probe_out = (int)pg_i64(r, i, 2 + PG_HEALTH_NCOLS, 0);
             h.paused = (int)pg_i64(r, i, 3 + PG_HEALTH_NCOLS, 0);
+            for (k = 0; inflight && k < PQntuples(inflight); k++)
+                if (pg_i64(inflight, k, 0, 0) == h.endpoint_id)
+                    h.in_flight = pg_i64(inflight, k, 1, 0);
         }
         if (fn(ctx, &h) != 0)
             return store_fail(s, STORE_E_NOMEM, "%s: out of memory", what);
@@ -143,7 +146,7 @@ int pg_health_load(struct store *s, int (*fn)(void *ctx, const struct store_heal
 
     if (!r)
         return -1;
-    rc = health_rows(s, r, 0, fn, ctx, "load health");
+    rc = health_rows(s, r, NULL, 0, fn, ctx, "load health");
     PQclear(r);
     return rc;
 }
@@ -365,7 +368,7 @@ int pg_health_lock(struct store *s, const int64_t *ids, size_t n, int (*fn)(void
     struct pg_store *g = (struct pg_store *)s;
     struct buf a = {0};
     struct pg_params p;
-    PGresult *r;
+    PGresult *r, *f;
     size_t i;
     int k;
 
@@ -382,10 +385,14 @@ int pg_health_lock(struct store *s, const int64_t *ids, size_t n, int (*fn)(void
     pg_p_init(&p);
     pg_p_text(&p, a.p);
     r = pg_exec(g, PG_HEALTH_LOCK, &p, 0, "health lock");
+    f = r ? pg_exec(g, PG_IN_FLIGHT, &p, 0, "health lock") : NULL;
     buf_free(&a);
-    if (!r)
+    if (!f) {
+        PQclear(r);
         return -1;
-    k = health_rows(s, r, 1, fn, ctx, "health lock");
+    }
+    k = health_rows(s, r, f, 1, fn, ctx, "health lock");
     PQclear(r);
+    PQclear(f);
     return k;
 }

@@ -475,19 +475,25 @@ int pg_requeue(struct store *s, const struct store_filter *f, int64_t now, int64
         return 0;
     /* what is left alone: rows of endpoints that no longer exist */
     if (admin_exec(g,
-                   "SELECT count(*) FROM hookd_queue WHERE status = ANY ($5::text[]) "
+                   "SELECT count(*) FROM hookd_queue WHERE status = ANY ($5::text[]) AND erased_at IS NULL "
                    "AND ($1::bigint = 0 OR id = $1) AND ($2::bigint = 0 OR endpoint_id = $2) "
                    "AND created_at >= " PG_TS("$3") " AND $4::bigint = $4::bigint "
                    "AND endpoint_id NOT IN (SELECT id FROM endpoints)",
                    f, in, now, gone, "requeue") < 0)
         return -1;
+    /* the log keeps every attempt: the requeue is attempt 0 of the next
+     * generation, and the count is of those rows; an erased row has
+     * nothing left to send */
     return admin_exec(g,
-                      "UPDATE hookd_queue SET status = 'pending', attempt_count = 0, next_attempt_at = " PG_TS("$4")
+                      "WITH r AS (UPDATE hookd_queue SET status = 'pending', attempt_count = 0, "
+                      "generation = generation + 1, next_attempt_at = " PG_TS("$4")
                       ", last_error = NULL, last_error_class = NULL WHERE status = ANY ($5::text[]) "
-                      "AND ($1::bigint = 0 OR id = $1) AND ($2::bigint = 0 OR endpoint_id = $2) "
+                      "AND erased_at IS NULL AND ($1::bigint = 0 OR id = $1) AND ($2::bigint = 0 OR endpoint_id = $2) "
                       "AND created_at >= " PG_TS("$3") " "
                       /* a row whose endpoint is gone would wait forever */
-                      "AND endpoint_id IN (SELECT id FROM endpoints)",
+                      "AND endpoint_id IN (SELECT id FROM endpoints) RETURNING id, generation, endpoint_id) "
+                      "INSERT INTO delivery_attempts (message_id, generation, attempt, endpoint_id, at, detail) "
+                      "SELECT id, generation, 0, endpoint_id, " PG_TS("$4") ", 'requeued' FROM r",
                       f, in, now, n, "requeue");
 }
 
@@ -501,6 +507,46 @@ int pg_purge(struct store *s, const struct store_filter *f, int64_t *n)
                       f, NULL, 0, n, "purge");
 }
 
+/* What a partner sent or answered goes, what hookd did stays: the
+ * attempt log's details first, then the row. $1 the ids, $2 when. */
+static int erase_ids(struct pg_store *g, const char *ids_sql, int64_t a, int64_t b, int64_t *n)
+{
+    char sql[1024];
+    struct pg_params p;
+    PGresult *r;
+    int ok;
+
+    snprintf(sql, sizeof sql,
+             "WITH ids AS (%s), "
+             "l AS (UPDATE delivery_attempts SET detail = NULL, url = NULL, response = NULL "
+             "WHERE message_id IN (SELECT id FROM ids)) "
+             "UPDATE hookd_queue SET payload = ''::bytea, erased_at = coalesce(erased_at, " PG_TS("$2") "), "
+             "last_error = NULL, "
+             "last_error_class = CASE WHEN status IN ('pending', 'failed') THEN 'erased' ELSE last_error_class END, "
+             "status = CASE WHEN status IN ('pending', 'failed') THEN 'dead_letter' ELSE status END "
+             "WHERE id IN (SELECT id FROM ids)",
+             ids_sql);
+    pg_p_init(&p);
+    pg_p_i64(&p, a);
+    pg_p_i64(&p, b);
+    r = PQexecParams(g->conn, sql, p.n, NULL, p.v, p.len, p.fmt, 0);
+    ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (!ok) {
+        pg_fail(g, r, "erase");
+        PQclear(r);
+        return -1;
+    }
+    *n = pg_changed(r);
+    PQclear(r);
+    return 0;
+}
+
+int pg_erase(struct store *s, int64_t id, int64_t now, int64_t *n)
+{
+    *n = 0;
+    return erase_ids((struct pg_store *)s, "SELECT $1::bigint AS id", id, now, n);
+}
+
 int pg_expire(struct store *s, enum store_expiry what, int64_t before, int64_t limit, int64_t *n)
 {
     struct pg_store *g = (struct pg_store *)s;
@@ -510,6 +556,11 @@ int pg_expire(struct store *s, enum store_expiry what, int64_t before, int64_t l
     struct pg_params p;
     PGresult *r;
 
+    if (what == EXPIRE_PAYLOADS)   /* erased rows leave idx_queue_payload */
+        return erase_ids(g,
+                         "SELECT id FROM hookd_queue WHERE status = 'delivered' AND erased_at IS NULL "
+                         "AND delivered_at < " PG_TS("$2") " ORDER BY delivered_at LIMIT $1",
+                         limit, before, n);
     pg_p_init(&p);
     pg_p_time(&p, before);
     pg_p_i64(&p, limit);

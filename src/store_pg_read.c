@@ -1,6 +1,7 @@
 /* store_pg_read.c - the reader's queries on PostgreSQL. Nothing here
- * reads hookd_queue.payload (only its length; export excepted, which
- * exists to copy it) or the values of endpoints.secrets / headers. */
+ * reads hookd_queue.payload (only its length) but export, which exists
+ * to copy it, and a search asked for it (a payload condition, admin
+ * only); nothing reads the values of endpoints.secrets / headers. */
 #define HOOKD_STORE_PG_PRIVATE
 #include "store_pg.h"
 
@@ -39,12 +40,37 @@ int pg_queue_stats(struct store *s, int64_t now, int with_delivered, struct stor
     return 0;
 }
 
+static void msg_cols(const PGresult *r, int i, struct store_message *m)
+{
+    enum msg_status ms = MSG_PENDING;
+
+    memset(m, 0, sizeof *m);
+    m->id = pg_i64(r, i, 0, 0);
+    m->endpoint = pg_str(r, i, 1);
+    m->endpoint_id = pg_i64(r, i, 2, 0);
+    m->event_id = pg_str(r, i, 3);
+    m->event_type = pg_str(r, i, 4);
+    msg_status_parse(pg_str(r, i, 5), &ms);
+    m->status = ms;
+    m->attempt_count = (int)pg_i64(r, i, 6, 0);
+    m->max_attempts = (int)pg_i64(r, i, 7, 0);
+    m->created_at = pg_i64(r, i, 8, 0);
+    m->next_attempt_at = pg_i64(r, i, 9, 0);
+    m->claimed_at = pg_i64(r, i, 10, 0);
+    m->delivered_at = pg_i64(r, i, 11, 0);
+    m->last_error = pg_str(r, i, 12);
+    m->last_status_code = (int)pg_i64(r, i, 13, 0);
+    m->last_response_ms = pg_i64(r, i, 14, -1);
+    m->payload_bytes = pg_i64(r, i, 15, 0);
+    m->last_error_class = pg_str(r, i, 16);
+    m->erased_at = pg_i64(r, i, 17, 0);
+}
+
 int pg_message_get(struct store *s, int64_t id, int (*fn)(void *ctx, const struct store_message *m), void *ctx,
                    int *found)
 {
     struct pg_store *g = (struct pg_store *)s;
     struct store_message m;
-    enum msg_status ms = MSG_PENDING;
     struct pg_params p;
     PGresult *r;
     int stop;
@@ -59,25 +85,7 @@ int pg_message_get(struct store *s, int64_t id, int (*fn)(void *ctx, const struc
         return 0;
     }
     *found = 1;
-    memset(&m, 0, sizeof m);
-    m.id = pg_i64(r, 0, 0, 0);
-    m.endpoint = pg_str(r, 0, 1);
-    m.endpoint_id = pg_i64(r, 0, 2, 0);
-    m.event_id = pg_str(r, 0, 3);
-    m.event_type = pg_str(r, 0, 4);
-    msg_status_parse(pg_str(r, 0, 5), &ms);
-    m.status = ms;
-    m.attempt_count = (int)pg_i64(r, 0, 6, 0);
-    m.max_attempts = (int)pg_i64(r, 0, 7, 0);
-    m.created_at = pg_i64(r, 0, 8, 0);
-    m.next_attempt_at = pg_i64(r, 0, 9, 0);
-    m.claimed_at = pg_i64(r, 0, 10, 0);
-    m.delivered_at = pg_i64(r, 0, 11, 0);
-    m.last_error = pg_str(r, 0, 12);
-    m.last_status_code = (int)pg_i64(r, 0, 13, 0);
-    m.last_response_ms = pg_i64(r, 0, 14, -1);
-    m.payload_bytes = pg_i64(r, 0, 15, 0);
-    m.last_error_class = pg_str(r, 0, 16);
+    msg_cols(r, 0, &m);
     stop = fn(ctx, &m);
     PQclear(r);
     return stop ? store_fail(s, STORE_E_NOMEM, "get: out of memory") : 0;
@@ -104,6 +112,8 @@ static int attempt_row(void *c, const PGresult *r, int i)
     a.method = pg_str(r, i, 5);
     a.url = pg_str(r, i, 6);
     a.response = pg_str(r, i, 7);
+    a.generation = (int)pg_i64(r, i, 8, 0);
+    a.attempt = (int)pg_i64(r, i, 9, 0);
     return cb->fn(cb->ctx, &a);
 }
 
@@ -356,4 +366,54 @@ int pg_export_rows(struct store *s, int64_t now, int (*fn)(void *ctx, const stru
     if (rc == 0 && stopped)
         rc = store_fail(s, STORE_E_NOMEM, "export: out of memory");
     return rc;
+}
+
+/* Searches are rare and run on the writer's connection too (requeue,
+ * purge, erase by filter): not kept prepared. Newest first along the
+ * primary key from `before` down, or one event id's rows from the dedup
+ * key's index, or dead letters from theirs. The payload comes as text:
+ * it was valid UTF-8 JSON when enqueued (an erased one is empty). */
+int pg_message_scan(struct store *s, const struct store_scan *sc,
+                    int (*fn)(void *ctx, const struct store_message *m, const char *payload, size_t len),
+                    void *ctx)
+{
+#define PG_SEARCH(where)                                                                                   \
+    "SELECT " PG_MSG_COLS ", CASE WHEN $4::int = 1 THEN convert_from(q.payload, 'UTF8') END "            \
+    "FROM hookd_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE " where " AND q.id < $2 "    \
+    "ORDER BY q.id DESC LIMIT $3"
+    struct pg_store *g = (struct pg_store *)s;
+    const char *sql = sc->event_id ? PG_SEARCH("q.event_id = $1 AND $5::text IS NULL")
+                      : sc->dead_letters && sc->endpoint
+                          ? PG_SEARCH("$1::text IS NULL AND q.status = 'dead_letter' AND "
+                                      "q.endpoint_id = (SELECT x.id FROM endpoints x WHERE x.name = $5)")
+                      : sc->dead_letters ? PG_SEARCH("$1::text IS NULL AND $5::text IS NULL AND q.status = 'dead_letter'")
+                                         : PG_SEARCH("$1::text IS NULL AND $5::text IS NULL");
+#undef PG_SEARCH
+    struct pg_params p;
+    PGresult *r;
+    int i, rows, stop = 0;
+
+    pg_p_init(&p);
+    pg_p_text(&p, sc->event_id);
+    pg_p_i64(&p, sc->before > 0 ? sc->before : INT64_MAX);   /* a plain bound: an index seek */
+    pg_p_i64(&p, sc->limit);
+    pg_p_i64(&p, sc->with_payload != 0);
+    pg_p_text(&p, sc->dead_letters && !sc->event_id ? sc->endpoint : NULL);
+    if (pg_ensure_conn(g) < 0)
+        return -1;
+    r = PQexecParams(g->conn, sql, p.n, NULL, p.v, p.len, p.fmt, 0);
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
+        pg_fail(g, r, "search");
+        PQclear(r);
+        return -1;
+    }
+    rows = PQntuples(r);
+    for (i = 0; i < rows && !stop; i++) {
+        struct store_message m;
+        msg_cols(r, i, &m);
+        stop = fn(ctx, &m, sc->with_payload ? PQgetvalue(r, i, PG_MSG_NCOLS) : NULL,
+                  sc->with_payload ? (size_t)PQgetlength(r, i, PG_MSG_NCOLS) : 0);
+    }
+    PQclear(r);
+    return stop < 0 ? store_fail(s, STORE_E_NOMEM, "search: out of memory") : 0;
 }

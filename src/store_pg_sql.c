@@ -27,11 +27,14 @@
     "o.ordering_key IS NOT NULL AND o.status IN ('pending', 'failed', 'in_flight')))"
 
 /* No other node has blocked the endpoint: its shared breaker is closed
- * and it is not paused. A claim of an endpoint whose health row this
- * transaction has not read under lock asks this first: a node learns of
- * another's breaker opening from the claim that found nothing. */
+ * without failures counted, and it is not paused. A claim of an endpoint
+ * whose health row this transaction has not read under lock asks this
+ * first: a node learns of another's breaker opening, or of failures that
+ * make every node's admission go through the locked row (the requests in
+ * flight count against the threshold), from the claim that found nothing. */
 #define PG_UNBLOCKED(ep)                                                                                \
-    "(NOT EXISTS (SELECT 1 FROM endpoint_health h WHERE h.endpoint_id = " ep " AND h.state <> 'closed') " \
+    "(NOT EXISTS (SELECT 1 FROM endpoint_health h WHERE h.endpoint_id = " ep " AND (h.state <> 'closed' "    \
+    "OR h.consecutive_failures > 0)) "                                                                        \
     "AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = " ep " AND e.paused <> 0))"
 
 /* The claim: due rows of one endpoint, oldest due first, taken with
@@ -107,17 +110,19 @@ const char *const pg_sql[PG__COUNT] = {
         "$14::text[], $15::text[], $16::text[], $17::int[]) WITH ORDINALITY AS v(id, status, attempts, next_at, "
         "at, last_error, last_status, response_ms, error_class, endpoint_id, sample, att_status, detail, method, "
         "url, response, slot, n)), "
-        "u AS (UPDATE hookd_queue q SET status = v.status, attempt_count = v.attempts, "
+        "u AS (UPDATE hookd_queue q SET status = CASE WHEN q.erased_at IS NOT NULL AND v.status = 'failed' "
+        "THEN 'dead_letter' ELSE v.status END, attempt_count = v.attempts, "
         "next_attempt_at = CASE WHEN v.status = 'failed' THEN " TS("v.next_at") " ELSE q.next_attempt_at END, "
         "delivered_at = CASE WHEN v.status = 'delivered' THEN " TS("v.at") " ELSE q.delivered_at END, "
-        "last_error = v.last_error, last_status_code = v.last_status, last_response_ms = v.response_ms, "
+        "last_error = CASE WHEN q.erased_at IS NULL THEN v.last_error END, last_status_code = v.last_status, last_response_ms = v.response_ms, "
         "last_error_class = v.error_class FROM v WHERE q.id = v.id AND q.status = 'in_flight' AND q.claimed_by = $18 "
-        "RETURNING v.n), "
-        "a AS (INSERT INTO delivery_attempts (message_id, attempt, endpoint_id, at, response_ms, status_code, "
-        "error_class, detail, method, url, response) SELECT v.id, v.attempts, v.endpoint_id, " TS("v.at") ", "
-        "CASE WHEN v.sample = 1 THEN v.response_ms END, v.att_status, v.error_class, v.detail, v.method, v.url, "
-        "v.response FROM v JOIN u ON u.n = v.n "
-        "ON CONFLICT (message_id, attempt) DO UPDATE SET at = excluded.at, response_ms = excluded.response_ms, "
+        "RETURNING v.n, q.generation, q.erased_at IS NOT NULL AS erased), "
+        "a AS (INSERT INTO delivery_attempts (message_id, generation, attempt, endpoint_id, at, response_ms, "
+        "status_code, error_class, detail, method, url, response) SELECT v.id, u.generation, v.attempts, "
+        "v.endpoint_id, " TS("v.at") ", CASE WHEN v.sample = 1 THEN v.response_ms END, v.att_status, "
+        "v.error_class, CASE WHEN NOT u.erased THEN v.detail END, v.method, CASE WHEN NOT u.erased THEN v.url END, "
+        "CASE WHEN NOT u.erased THEN v.response END FROM v JOIN u ON u.n = v.n "
+        "ON CONFLICT (message_id, generation, attempt) DO UPDATE SET at = excluded.at, response_ms = excluded.response_ms, "
         "status_code = excluded.status_code, error_class = excluded.error_class, detail = excluded.detail, "
         "method = excluded.method, url = excluded.url, response = excluded.response), "
         "l AS (INSERT INTO endpoint_latency (endpoint_id, slot, message_id, response_ms, status_code, measured_at) "
@@ -129,7 +134,8 @@ const char *const pg_sql[PG__COUNT] = {
         "measured_at = excluded.measured_at) "
         "SELECT n FROM u",
     [PG_RELEASE] =
-        "UPDATE hookd_queue SET status = CASE WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, "
+        "UPDATE hookd_queue SET status = CASE WHEN erased_at IS NOT NULL THEN 'dead_letter' "
+        "WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, "
         "next_attempt_at = " TS("$2") " WHERE id = $1 AND status = 'in_flight' AND claimed_by = $3",
     [PG_HEALTH_SAVE] =
         "INSERT INTO endpoint_health (endpoint_id, endpoint_url, state, consecutive_failures, failure_threshold, "
@@ -147,6 +153,13 @@ const char *const pg_sql[PG__COUNT] = {
         "SELECT h.endpoint_id, h.endpoint_url, " PG_HEALTH_COLS ", (h.probe_node IS NOT NULL)::int, "
         "coalesce((SELECT e.paused FROM endpoints e WHERE e.id = h.endpoint_id), 0) "
         "FROM endpoint_health h WHERE h.endpoint_id = ANY ($1::bigint[]) ORDER BY h.endpoint_id FOR UPDATE",
+    /* after PG_HEALTH_LOCK, in a statement of its own: a statement that
+     * waited for a row lock reads other tables as they were when it began,
+     * and would miss the rows the lock's previous holder just claimed.
+     * From idx_queue_in_flight: what every node has sent and not settled. */
+    [PG_IN_FLIGHT] =
+        "SELECT endpoint_id, count(*) FROM hookd_queue WHERE endpoint_id = ANY ($1::bigint[]) "
+        "AND status = 'in_flight' GROUP BY endpoint_id",
     /* every endpoint has its health row before any node locks it: a row
      * two nodes insert at once would make one wait inside its round */
     [PG_HEALTH_ENSURE] =
@@ -223,7 +236,8 @@ const char *const pg_sql[PG__COUNT] = {
         "RETURNING n.id, n.backend_pid, n.backend_start), "
         "k AS (SELECT pg_terminate_backend(a.pid) FROM pg_stat_activity a JOIN d ON a.pid = d.backend_pid AND "
         "a.backend_start = d.backend_start WHERE a.usename = current_user AND a.pid <> pg_backend_pid()), "
-        "q AS (UPDATE hookd_queue SET status = CASE WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, "
+        "q AS (UPDATE hookd_queue SET status = CASE WHEN erased_at IS NOT NULL THEN 'dead_letter' "
+        "WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, "
         "next_attempt_at = " TS("$1") ", claimed_by = $2 WHERE status = 'in_flight' AND "
         "(claimed_by IS NULL OR claimed_by IN (SELECT id FROM d) OR ($4::int = 1 AND claimed_by = $2) OR "
         "claimed_by NOT IN (SELECT id FROM hookd_node)) RETURNING 1), "
@@ -262,13 +276,10 @@ const char *const pg_sql[PG__COUNT] = {
         "FROM (SELECT count(*) AS n, avg(last_response_ms)::float8 AS avg FROM hookd_queue "
         "WHERE status = 'delivered' AND delivered_at >= " TS("$1") ") d",
     [PG_GET] =
-        "SELECT q.id, e.name, q.endpoint_id, q.event_id, q.event_type, q.status, q.attempt_count, "
-        "q.max_attempts, " MS("q.created_at") ", " MS("q.next_attempt_at") ", " MS("q.claimed_at") ", "
-        MS("q.delivered_at") ", q.last_error, q.last_status_code, q.last_response_ms, octet_length(q.payload), "
-        "q.last_error_class FROM hookd_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE q.id = $1",
+        "SELECT " PG_MSG_COLS " FROM hookd_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE q.id = $1",
     [PG_GET_ATTEMPTS] =
-        "SELECT " MS("at") ", response_ms, status_code, error_class, detail, method, url, response "
-        "FROM delivery_attempts WHERE message_id = $1 ORDER BY attempt LIMIT $2",
+        "SELECT " MS("at") ", response_ms, status_code, error_class, detail, method, url, response, generation, "
+        "attempt FROM delivery_attempts WHERE message_id = $1 ORDER BY generation, attempt LIMIT $2",
     /* secrets are counted and header values cut off by PostgreSQL: they
      * never reach the reader's memory. $1 = 0: no queue counts. */
     [PG_EP_LIST] =
@@ -328,7 +339,7 @@ const char *const pg_sql[PG__COUNT] = {
         "SELECT endpoint_id, event_id, event_type, payload, status, attempt_count, max_attempts, "
         MS("created_at") ", " MS("next_attempt_at") ", last_error, last_error_class, last_status_code, "
         "last_response_ms, ordering_key FROM hookd_queue "
-        "WHERE status IN ('pending', 'failed', 'in_flight', 'dead_letter') ORDER BY id",
+        "WHERE status IN ('pending', 'failed', 'in_flight', 'dead_letter') AND erased_at IS NULL ORDER BY id",
 };
 
 /* ---- parameters ---- */

@@ -30,8 +30,9 @@ int sq_recover(struct store *s, int64_t now, int64_t *n)
     int64_t orphans = 0;
 
     if (recover_exec(q,
-                     "UPDATE webhook_queue SET status = CASE WHEN attempt_count > 0 "
-                     "THEN 'failed' ELSE 'pending' END, next_attempt_at = ?1 WHERE status = 'in_flight'",
+                     "UPDATE webhook_queue SET status = CASE WHEN erased_at IS NOT NULL THEN 'dead_letter' "
+                     "WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, next_attempt_at = ?1 "
+                     "WHERE status = 'in_flight'",
                      now, n) < 0)
         return -1;
     /* Rows waiting for an endpoint that no longer exists (a requeue by
@@ -346,40 +347,49 @@ static int admin_count(struct sq_store *q, const char *sql, const struct store_f
 int sq_requeue(struct store *s, const struct store_filter *f, int64_t now, int64_t *n, int64_t *gone)
 {
     struct sq_store *q = (struct sq_store *)s;
-    char in[96], sql[1024];
+    char in[96], sql[1024], where[384];
     int64_t moved;
 
     *n = *gone = 0;
     if (status_list(f->statuses, in, sizeof in) < 0)
         return 0;
     snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM webhook_queue WHERE status IN (%s) AND (?1 = 0 OR id = ?1) "
+             "SELECT count(*) FROM webhook_queue WHERE status IN (%s) AND erased_at IS NULL AND (?1 = 0 OR id = ?1) "
              "AND (?2 = 0 OR endpoint_id = ?2) AND created_at >= ?3 AND ?4 = ?4 "
              "AND endpoint_id NOT IN (SELECT id FROM endpoints)",
              in);
     if (admin_count(q, sql, f, now, gone) < 0)
         return -1;
-    /* a first attempt kept in the row goes to the log first: the row's
-     * fields it lived in start over */
-    snprintf(sql, sizeof sql,
-             "INSERT INTO attempt_rows (message_id, attempt, endpoint_id, at, response_ms, status_code, "
-             "method, url, response) SELECT id, 1, endpoint_id, delivered_at, last_response_ms, last_status_code, "
-             "first_method, first_url, first_response FROM webhook_queue WHERE first_method IS NOT NULL "
-             "AND status IN (%s) AND (?1 = 0 OR id = ?1) AND (?2 = 0 OR endpoint_id = ?2) AND created_at >= ?3 "
-             "AND ?4 = ?4 AND endpoint_id IN (SELECT id FROM endpoints) ON CONFLICT (message_id, attempt) DO UPDATE SET at = excluded.at, "
-             "response_ms = excluded.response_ms, status_code = excluded.status_code, error_class = NULL, "
-             "detail = NULL, method = excluded.method, url = excluded.url, response = excluded.response",
+    /* an erased row has nothing left to send; a row whose endpoint is
+     * gone would wait forever */
+    snprintf(where, sizeof where,
+             "status IN (%s) AND erased_at IS NULL AND (?1 = 0 OR id = ?1) AND (?2 = 0 OR endpoint_id = ?2) "
+             "AND created_at >= ?3 AND endpoint_id IN (SELECT id FROM endpoints)",
              in);
+    /* the log keeps every attempt (schema 11): a first attempt kept in
+     * the row goes to the log under its generation, since the row's
+     * fields it lived in start over; the requeue itself is attempt 0 of
+     * the next generation */
+    snprintf(sql, sizeof sql,
+             "INSERT INTO attempt_rows (message_id, generation, attempt, endpoint_id, at, response_ms, status_code, "
+             "method, url, response) SELECT id, generation, 1, endpoint_id, delivered_at, last_response_ms, "
+             "last_status_code, first_method, first_url, first_response FROM webhook_queue "
+             "WHERE first_method IS NOT NULL AND %s AND ?4 = ?4 ON CONFLICT DO NOTHING",
+             where);
+    if (admin_exec(q, sql, f, now, &moved, "requeue") < 0)
+        return -1;
+    snprintf(sql, sizeof sql,
+             "INSERT INTO attempt_rows (message_id, generation, attempt, endpoint_id, at, detail) "
+             "SELECT id, generation + 1, 0, endpoint_id, ?4, 'requeued' FROM webhook_queue WHERE %s "
+             "ON CONFLICT DO NOTHING",
+             where);
     if (admin_exec(q, sql, f, now, &moved, "requeue") < 0)
         return -1;
     snprintf(sql, sizeof sql,
              "UPDATE webhook_queue SET status = 'pending', attempt_count = 0, next_attempt_at = ?4, "
-             "last_error = NULL, last_error_class = NULL, first_method = NULL, first_url = NULL, "
-             "first_response = NULL "
-             "WHERE status IN (%s) AND (?1 = 0 OR id = ?1) AND (?2 = 0 OR endpoint_id = ?2) AND created_at >= ?3 "
-             /* a row whose endpoint is gone would wait forever */
-             "AND endpoint_id IN (SELECT id FROM endpoints)",
-             in);
+             "generation = generation + 1, last_error = NULL, last_error_class = NULL, first_method = NULL, "
+             "first_url = NULL, first_response = NULL WHERE %s",
+             where);
     return admin_exec(q, sql, f, now, n, "requeue");
 }
 
@@ -393,13 +403,86 @@ int sq_purge(struct store *s, const struct store_filter *f, int64_t *n)
                       f, 0, n, "purge");
 }
 
+/* The erased row's statement and its log's: what a partner sent or
+ * answered goes, what hookd did (ids, statuses, times) stays. */
+#define SQ_ERASE_ROW                                                                                         \
+    "UPDATE webhook_queue SET payload = '', erased_at = coalesce(erased_at, ?2), first_url = NULL, "         \
+    "first_response = NULL, last_error = NULL, "                                                             \
+    "last_error_class = CASE WHEN status IN ('pending', 'failed') THEN 'erased' ELSE last_error_class END, " \
+    "status = CASE WHEN status IN ('pending', 'failed') THEN 'dead_letter' ELSE status END "
+#define SQ_ERASE_LOG "UPDATE attempt_rows SET detail = NULL, url = NULL, response = NULL "
+
+/* secure_delete ON while erasing: what is freed is overwritten with
+ * zeros, the old cell and the pages of its overflow chain too, so the
+ * bytes are gone from the file once the log is checkpointed. Other
+ * writes keep the connection's mode (FAST at least, db.c: zeros in the
+ * page, no extra I/O) and do not pay for the freed pages. */
+static int erase_exec(struct sq_store *q, const char *log_sql, const char *row_sql, int64_t a, int64_t b,
+                      int64_t *n)
+{
+    static const char *const restore[] = {"PRAGMA secure_delete = OFF", "PRAGMA secure_delete = ON",
+                                          "PRAGMA secure_delete = FAST"};
+    sqlite3_stmt *st = NULL;
+    const char *sql[2] = {log_sql, row_sql};
+    int rc = SQLITE_OK, i, mode = 2;
+
+    rc = sqlite3_prepare_v2(q->db, "PRAGMA secure_delete", -1, &st, NULL);
+    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        mode = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    st = NULL;
+    if (mode < 0 || mode > 2)
+        mode = 2;
+    if (sqlite3_exec(q->db, "PRAGMA secure_delete = ON", NULL, NULL, NULL) != SQLITE_OK)
+        return sq_fail(q, sqlite3_errcode(q->db), "erase");
+    rc = SQLITE_OK;
+    for (i = 0; i < 2 && rc == SQLITE_OK; i++) {
+        rc = sqlite3_prepare_v2(q->db, sql[i], -1, &st, NULL);
+        if (rc != SQLITE_OK)
+            break;
+        sqlite3_bind_int64(st, 1, a);
+        sqlite3_bind_int64(st, 2, b);
+        rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+        if (i == 1 && rc == SQLITE_OK)
+            *n = sqlite3_changes(q->db);
+    }
+    sqlite3_exec(q->db, restore[mode], NULL, NULL, NULL);
+    return rc == SQLITE_OK ? 0 : sq_fail(q, rc, "erase");
+}
+
+int sq_erase(struct store *s, int64_t id, int64_t now, int64_t *n)
+{
+    *n = 0;
+    return erase_exec((struct sq_store *)s, SQ_ERASE_LOG "WHERE message_id = ?1 AND ?2 = ?2",
+                      SQ_ERASE_ROW "WHERE id = ?1", id, now, n);
+}
+
+/* [retention] payload: a chunk of the oldest delivered rows not erased
+ * yet, from idx_queue_payload (erased rows leave it). */
+static int expire_payloads(struct sq_store *q, int64_t before, int64_t limit, int64_t *n)
+{
+#define SQ_PAYLOAD_DUE                                                                                \
+    "SELECT id FROM webhook_queue INDEXED BY idx_queue_payload WHERE status = 'delivered' "          \
+    "AND erased_at IS NULL AND delivered_at < ?2 ORDER BY delivered_at LIMIT ?1"
+    return erase_exec(q, SQ_ERASE_LOG "WHERE message_id IN (" SQ_PAYLOAD_DUE ")",
+                      SQ_ERASE_ROW "WHERE id IN (" SQ_PAYLOAD_DUE ")", limit, before, n);
+#undef SQ_PAYLOAD_DUE
+}
+
 int sq_expire(struct store *s, enum store_expiry what, int64_t before, int64_t limit, int64_t *n)
 {
     struct sq_store *q = (struct sq_store *)s;
-    enum sq_stmt i = what == EXPIRE_DELIVERED ? SQ_EXPIRE_DELIVERED
+    enum sq_stmt i;
+    sqlite3_stmt *st;
+
+    if (what == EXPIRE_PAYLOADS)
+        return expire_payloads(q, before, limit, n);
+    i = what == EXPIRE_DELIVERED ? SQ_EXPIRE_DELIVERED
                      : what == EXPIRE_HISTORY ? SQ_EXPIRE_HISTORY
                                               : SQ_EXPIRE_DEAD;
-    sqlite3_stmt *st = sq_stmt(q, i);
+    st = sq_stmt(q, i);
 
     sqlite3_bind_int64(st, 1, before);
     sqlite3_bind_int64(st, 2, limit);

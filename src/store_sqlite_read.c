@@ -1,6 +1,7 @@
 /* store_sqlite_read.c - the reader's queries on SQLite (read-only
  * connection). Nothing here reads webhook_queue.payload (only its length)
- * or the values of endpoints.secrets / endpoints.headers. */
+ * but export and a search asked for it (a payload condition, admin only),
+ * nor the values of endpoints.secrets / endpoints.headers. */
 #include "store_sqlite.h"
 #include "util.h"
 
@@ -96,7 +97,6 @@ int sq_message_get(struct store *s, int64_t id, int (*fn)(void *ctx, const struc
     struct sq_store *q = (struct sq_store *)s;
     sqlite3_stmt *st = sq_stmt(q, SQ_GET);
     struct store_message m;
-    enum msg_status ms = MSG_PENDING;
     int rc, stop;
 
     *found = 0;
@@ -107,28 +107,94 @@ int sq_message_get(struct store *s, int64_t id, int (*fn)(void *ctx, const struc
         return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "get");
     }
     *found = 1;
-    memset(&m, 0, sizeof m);
-    m.id = sqlite3_column_int64(st, 0);
-    m.endpoint = col_text(st, 1);
-    m.endpoint_id = sqlite3_column_int64(st, 2);
-    m.event_id = col_text(st, 3);
-    m.event_type = col_text(st, 4);
-    msg_status_parse(col_text(st, 5), &ms);
-    m.status = ms;
-    m.attempt_count = sqlite3_column_int(st, 6);
-    m.max_attempts = sqlite3_column_int(st, 7);
-    m.created_at = sqlite3_column_int64(st, 8);
-    m.next_attempt_at = sqlite3_column_int64(st, 9);
-    m.claimed_at = sq_col_or(st, 10, 0);
-    m.delivered_at = sq_col_or(st, 11, 0);
-    m.last_error = col_text(st, 12);
-    m.last_status_code = (int)sq_col_or(st, 13, 0);
-    m.last_response_ms = sq_col_or(st, 14, -1);
-    m.payload_bytes = sqlite3_column_int64(st, 15);
-    m.last_error_class = col_text(st, 16);
+    sq_msg_cols(st, &m);
     stop = fn(ctx, &m);
     sqlite3_reset(st);
     return stop ? store_fail(s, STORE_E_NOMEM, "get: out of memory") : 0;
+}
+
+void sq_msg_cols(sqlite3_stmt *st, struct store_message *m)
+{
+    enum msg_status ms = MSG_PENDING;
+
+    memset(m, 0, sizeof *m);
+    m->id = sqlite3_column_int64(st, 0);
+    m->endpoint = col_text(st, 1);
+    m->endpoint_id = sqlite3_column_int64(st, 2);
+    m->event_id = col_text(st, 3);
+    m->event_type = col_text(st, 4);
+    msg_status_parse(col_text(st, 5), &ms);
+    m->status = ms;
+    m->attempt_count = sqlite3_column_int(st, 6);
+    m->max_attempts = sqlite3_column_int(st, 7);
+    m->created_at = sqlite3_column_int64(st, 8);
+    m->next_attempt_at = sqlite3_column_int64(st, 9);
+    m->claimed_at = sq_col_or(st, 10, 0);
+    m->delivered_at = sq_col_or(st, 11, 0);
+    m->last_error = col_text(st, 12);
+    m->last_status_code = (int)sq_col_or(st, 13, 0);
+    m->last_response_ms = sq_col_or(st, 14, -1);
+    m->payload_bytes = sqlite3_column_int64(st, 15);
+    m->last_error_class = col_text(st, 16);
+    m->erased_at = sq_col_or(st, 17, 0);
+}
+
+#define SQ_SEARCH(index, where)                                                                           \
+    "SELECT " SQ_MSG_COLS ", CASE WHEN ?4 THEN q.payload END FROM webhook_queue q " index " "            \
+    "LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE " where " AND q.id < ?2 "                       \
+    "ORDER BY q.id DESC LIMIT ?3"
+
+/* INDEXED BY for the dead letters: with idx_queue_dead (status,
+ * created_at) at hand the planner reads every dead letter and sorts */
+const char *sq_search_sql(const struct store_scan *sc)
+{
+    if (sc->event_id)
+        return SQ_SEARCH("", "q.event_id = ?1 AND ?5 IS NULL");
+    if (sc->dead_letters && sc->endpoint)
+        return SQ_SEARCH("INDEXED BY idx_queue_dead_ep", "?1 IS NULL AND q.status = 'dead_letter' "
+                         "AND q.endpoint_id = (SELECT x.id FROM endpoints x WHERE x.name = ?5)");
+    if (sc->dead_letters)
+        return SQ_SEARCH("INDEXED BY idx_queue_dead_id", "?1 IS NULL AND ?5 IS NULL AND q.status = 'dead_letter'");
+    return SQ_SEARCH("", "?1 IS NULL AND ?5 IS NULL");
+}
+
+/* Prepared per call: searches are rare, and the writer runs them too
+ * (requeue, purge and erase by filter), whose statements are its own.
+ * Newest first by rowid (a walk of the table's own B-tree from `before`
+ * down), or the rows of one event id from idx_queue_event, or dead
+ * letters from idx_queue_dead_id / idx_queue_dead_ep. */
+int sq_message_scan(struct store *s, const struct store_scan *sc,
+                    int (*fn)(void *ctx, const struct store_message *m, const char *payload, size_t len),
+                    void *ctx)
+{
+    struct sq_store *q = (struct sq_store *)s;
+    sqlite3_stmt *st = NULL;
+    int rc, stop = 0;
+
+    rc = sqlite3_prepare_v2(q->db, sq_search_sql(sc), -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return sq_fail(q, rc, "search");
+    if (sc->event_id)
+        sqlite3_bind_text(st, 1, sc->event_id, -1, SQLITE_STATIC);
+    if (sc->dead_letters && sc->endpoint && !sc->event_id)
+        sqlite3_bind_text(st, 5, sc->endpoint, -1, SQLITE_STATIC);
+    /* a plain bound: "(?2 = 0 OR id < ?2)" would walk from the newest
+     * row down on every page instead of seeking */
+    sqlite3_bind_int64(st, 2, sc->before > 0 ? sc->before : INT64_MAX);
+    sqlite3_bind_int64(st, 3, sc->limit);
+    sqlite3_bind_int(st, 4, sc->with_payload != 0);
+    while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct store_message m;
+        sq_msg_cols(st, &m);
+        stop = fn(ctx, &m, sc->with_payload ? (const char *)sqlite3_column_blob(st, SQ_MSG_NCOLS) : NULL,
+                  sc->with_payload ? (size_t)sqlite3_column_bytes(st, SQ_MSG_NCOLS) : 0);
+    }
+    sqlite3_finalize(st);
+    if (stop < 0)
+        return store_fail(s, STORE_E_NOMEM, "search: out of memory");
+    if (!stop && rc != SQLITE_DONE)
+        return sq_fail(q, rc, "search");
+    return 0;
 }
 
 int sq_message_attempts(struct store *s, const struct store_message *m, int limit,
@@ -150,6 +216,8 @@ int sq_message_attempts(struct store *s, const struct store_message *m, int limi
         a.method = col_text(st, 5);
         a.url = col_text(st, 6);
         a.response = col_text(st, 7);
+        a.generation = sqlite3_column_int(st, 8);
+        a.attempt = sqlite3_column_int(st, 9);
         if (fn(ctx, &a) != 0) {
             sqlite3_reset(st);
             return store_fail(s, STORE_E_NOMEM, "get: out of memory");
@@ -333,7 +401,9 @@ int sq_export_rows(struct store *s, int64_t now, int (*fn)(void *ctx, const stru
                                 "SELECT endpoint_id, event_id, event_type, payload, status, attempt_count, "
                                 "max_attempts, created_at, next_attempt_at, last_error, last_error_class, "
                                 "last_status_code, last_response_ms, ordering_key FROM webhook_queue "
-                                "WHERE status IN ('pending', 'failed', 'in_flight', 'dead_letter') ORDER BY id",
+                                /* an erased row has nothing to move */
+                                "WHERE status IN ('pending', 'failed', 'in_flight', 'dead_letter') "
+                                "AND erased_at IS NULL ORDER BY id",
                                 -1, &st, NULL);
 
     if (rc != SQLITE_OK)

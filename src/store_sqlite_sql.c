@@ -65,23 +65,29 @@ const char *const sq_sql[SQ__COUNT] = {
     [SQ_DELIVERED_FIRST] =
         "UPDATE webhook_queue SET status = 'delivered', delivered_at = ?5, attempt_count = ?2, "
         "last_status_code = ?3, last_response_ms = ?4, last_error = NULL, last_error_class = NULL, "
-        "first_method = ?6, first_url = ?7, first_response = ?8 "
+        "first_method = ?6, first_url = CASE WHEN erased_at IS NULL THEN ?7 END, "
+        "first_response = CASE WHEN erased_at IS NULL THEN ?8 END "
         "WHERE id = ?1 AND status = 'in_flight'",
     [SQ_FAILED] =
-        "UPDATE webhook_queue SET status = 'failed', attempt_count = ?2, next_attempt_at = ?3, "
-        "last_error = ?4, last_status_code = ?5, last_response_ms = ?6, last_error_class = ?7 "
+        "UPDATE webhook_queue SET status = CASE WHEN erased_at IS NULL THEN 'failed' ELSE 'dead_letter' END, "
+        "attempt_count = ?2, next_attempt_at = ?3, "
+        "last_error = CASE WHEN erased_at IS NULL THEN ?4 END, last_status_code = ?5, last_response_ms = ?6, last_error_class = ?7 "
         "WHERE id = ?1 AND status = 'in_flight'",
     [SQ_DEAD] =
-        "UPDATE webhook_queue SET status = 'dead_letter', attempt_count = ?2, last_error = ?3, "
+        "UPDATE webhook_queue SET status = 'dead_letter', attempt_count = ?2, "
+        "last_error = CASE WHEN erased_at IS NULL THEN ?3 END, "
         "last_status_code = ?4, last_response_ms = ?5, last_error_class = ?6 "
         "WHERE id = ?1 AND status = 'in_flight'",
     [SQ_RELEASE] =
-        "UPDATE webhook_queue SET status = CASE WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, "
+        "UPDATE webhook_queue SET status = CASE WHEN erased_at IS NOT NULL THEN 'dead_letter' "
+        "WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, "
         "next_attempt_at = ?2 WHERE id = ?1 AND status = 'in_flight'",
     [SQ_ATTEMPT] =
-        "INSERT INTO attempt_rows (message_id, attempt, endpoint_id, at, response_ms, status_code, "
-        "error_class, detail, method, url, response) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
-        "ON CONFLICT (message_id, attempt) DO UPDATE SET at = excluded.at, response_ms = excluded.response_ms, "
+        "INSERT INTO attempt_rows (message_id, generation, attempt, endpoint_id, at, response_ms, status_code, "
+        "error_class, detail, method, url, response) SELECT ?1, generation, ?2, ?3, ?4, ?5, ?6, ?7, "
+        "CASE WHEN erased_at IS NULL THEN ?8 END, ?9, CASE WHEN erased_at IS NULL THEN ?10 END, "
+        "CASE WHEN erased_at IS NULL THEN ?11 END FROM webhook_queue WHERE id = ?1 "
+        "ON CONFLICT (message_id, generation, attempt) DO UPDATE SET at = excluded.at, response_ms = excluded.response_ms, "
         "status_code = excluded.status_code, error_class = excluded.error_class, detail = excluded.detail, "
         "method = excluded.method, url = excluded.url, response = excluded.response",
     /* one B-tree write per sample, no cleanup: a fixed slot of the ring */
@@ -195,13 +201,10 @@ const char *const sq_sql[SQ__COUNT] = {
         "SELECT count(*) FROM webhook_queue WHERE status IN ('pending', 'failed') AND status = 'pending' "
         "AND next_attempt_at > ?1",
     [SQ_GET] =
-        "SELECT q.id, e.name, q.endpoint_id, q.event_id, q.event_type, q.status, q.attempt_count, "
-        "q.max_attempts, q.created_at, q.next_attempt_at, q.claimed_at, q.delivered_at, q.last_error, "
-        "q.last_status_code, q.last_response_ms, length(CAST(q.payload AS BLOB)), q.last_error_class "
-        "FROM webhook_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE q.id = ?1",
+        "SELECT " SQ_MSG_COLS " FROM webhook_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE q.id = ?1",
     [SQ_GET_ATTEMPTS] =
-        "SELECT at, response_ms, status_code, error_class, detail, method, url, response FROM delivery_attempts "
-        "WHERE message_id = ?1 ORDER BY attempt LIMIT ?2",
+        "SELECT at, response_ms, status_code, error_class, detail, method, url, response, generation, attempt "
+        "FROM delivery_attempts WHERE message_id = ?1 ORDER BY generation, attempt LIMIT ?2",
     /* secrets are counted and header values cut off by SQLite itself:
      * neither ever reaches the reader's memory. ?1 = 0: no queue counts
      * (the counts are one scan of the queue). */

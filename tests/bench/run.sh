@@ -585,6 +585,17 @@ bench_scale() {
   sleep "$SCALE_SECS"
   rss=$(peak_rss_kb "$HOOKD_PID")
   cpu=$(cpu_s "$HOOKD_PID")
+  # search over that queue: an event id from its index, an endpoint and a
+  # payload condition that no row meets (the walk reads its whole bound)
+  local eid s_eid s_ep s_where
+  eid=$("$HOOKD" messages -s "$d/hookd.sock" --limit 1 --ndjson | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["event_id"])')
+  t0=$(date +%s%N); "$HOOKD" messages -s "$d/hookd.sock" --event-id "$eid" --json >/dev/null; t1=$(date +%s%N)
+  s_eid=$(( (t1 - t0) / 1000000 ))
+  t0=$(date +%s%N); "$HOOKD" messages -s "$d/hookd.sock" --endpoint ep7 --json >/dev/null; t1=$(date +%s%N)
+  s_ep=$(( (t1 - t0) / 1000000 ))
+  t0=$(date +%s%N); "$HOOKD" messages -s "$d/hookd.sock" --where no.such.field=1 --json >/dev/null; t1=$(date +%s%N)
+  s_where=$(( (t1 - t0) / 1000000 ))
+  log "  search: event_id_ms=$s_eid endpoint_ms=$s_ep where_ms=$s_where"
   stop_pid "$HOOKD_PID"
   local nlines ntrans nsum
   nlines=$(grep -vc 'event=endpoint_added ' "$d/hookd.log" || true)
@@ -607,6 +618,9 @@ bench_scale() {
   row "scale: peak RSS, MiB, $SCALE_MSGS queued over $SCALE_NEPS failing endpoints" "$(mib "$rss")" \
     "enqueued at $frate/s, then ${SCALE_SECS}s of retries; $(verdict_le "$(mib "$rss")" 64)"
   row "scale: log lines in that run" "$nlines" "besides start-up's endpoint_added; $ntrans breaker_transition lines, $nsum summaries"
+  row "scale: hookd messages --event-id, $SCALE_MSGS rows, ms" "$s_eid" "idx_queue_event; $(verdict_le "$s_eid" 50)"
+  row "scale: hookd messages --endpoint (1 of $SCALE_NEPS), $SCALE_MSGS rows, ms" "$s_ep" "newest first, 100 rows"
+  row "scale: hookd messages --where, no match, ms" "$s_where" "reads its bound: 100000 rows with payloads"
 }
 
 # ---- 5. several nodes on one PostgreSQL ----

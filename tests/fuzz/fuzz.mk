@@ -29,7 +29,7 @@ FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIBS     := $(shell $(PKG_CONFIG) --libs $(FUZZ_PKGS) 2>/dev/null) -lmbedtls -lmbedx509 -lmbedcrypto -lm
 
 # the project sources each target compiles in (pure modules only)
-FUZZ_SRCS_proto       := src/proto.c src/jscan.c src/schedule.c src/util.c src/esc.c
+FUZZ_SRCS_proto       := src/proto.c src/msgsel.c src/jpath.c src/store.c src/jscan.c src/schedule.c src/util.c src/esc.c
 FUZZ_SRCS_config      := src/config.c src/settings.c src/epdef.c src/filter.c src/netpolicy.c src/sign.c src/util.c src/log.c \
                          src/tpl.c src/tplfn.c src/jpath.c src/outcome.c src/opsev.c src/esc.c src/urlmask.c
 FUZZ_SRCS_netpolicy   := src/netpolicy.c

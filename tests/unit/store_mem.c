@@ -23,11 +23,13 @@ struct mem_msg {
     int last_status_code;
     int64_t last_response_ms;
     char *ordering_key;
+    int generation;              /* requeues so far */
+    int64_t erased_at;           /* 0: not erased */
 };
 
 struct mem_attempt {
     int64_t endpoint_id, message_id, response_ms, at;
-    int attempt, status_code;
+    int generation, attempt, status_code;
     char *error_class, *detail;
     char *method, *url, *response;
 };
@@ -303,7 +305,9 @@ static int m_recover(struct store *s, int64_t now, int64_t *n)
     *n = 0;
     for (i = 0; i < st->nmsg; i++)
         if (st->msg[i].status == MSG_IN_FLIGHT) {
-            st->msg[i].status = st->msg[i].attempt_count > 0 ? MSG_FAILED : MSG_PENDING;
+            st->msg[i].status = st->msg[i].erased_at           ? MSG_DEAD_LETTER
+                                : st->msg[i].attempt_count > 0 ? MSG_FAILED
+                                                               : MSG_PENDING;
             st->msg[i].next_attempt_at = now;
             (*n)++;
         }
@@ -578,7 +582,7 @@ static int m_settle(struct store *s, struct store_settle *v, size_t n)
             continue;
         switch (r->verdict) {
         case SETTLE_RELEASE:
-            m->status = m->attempt_count > 0 ? MSG_FAILED : MSG_PENDING;
+            m->status = m->erased_at ? MSG_DEAD_LETTER : m->attempt_count > 0 ? MSG_FAILED : MSG_PENDING;
             m->next_attempt_at = r->next_attempt_at;
             continue;
         case SETTLE_DELIVERED:
@@ -588,24 +592,26 @@ static int m_settle(struct store *s, struct store_settle *v, size_t n)
             set_str(&m->last_error_class, NULL);
             break;
         case SETTLE_RETRY:
-            m->status = MSG_FAILED;
+            /* an erased row is not sent again */
+            m->status = m->erased_at ? MSG_DEAD_LETTER : MSG_FAILED;
             m->next_attempt_at = r->next_attempt_at;
-            set_str(&m->last_error, r->error);
+            set_str(&m->last_error, m->erased_at ? NULL : r->error);
             set_str(&m->last_error_class, r->error_class);
             break;
         case SETTLE_DEAD:
             m->status = MSG_DEAD_LETTER;
-            set_str(&m->last_error, r->error);
+            set_str(&m->last_error, m->erased_at ? NULL : r->error);
             set_str(&m->last_error_class, r->error_class);
             break;
         }
         m->attempt_count = r->attempts;
         m->last_status_code = r->status_code;
         m->last_response_ms = r->response_ms;
-        /* an attempt number made again (after a requeue) replaces its
-         * entry, as the real backends' upsert does */
+        /* an attempt made again in its generation replaces its entry, as
+         * the real backends' upsert does */
         for (a = NULL, k = 0; k < st->natt && !a; k++)
-            if (st->att[k].message_id == r->id && st->att[k].attempt == r->attempts)
+            if (st->att[k].message_id == r->id && st->att[k].generation == m->generation &&
+                st->att[k].attempt == r->attempts)
                 a = &st->att[k];
         if (a) {
             free(a->error_class);
@@ -619,15 +625,16 @@ static int m_settle(struct store *s, struct store_settle *v, size_t n)
         }
         a->endpoint_id = r->endpoint_id;
         a->message_id = r->id;
+        a->generation = m->generation;
         a->attempt = r->attempts;
         a->response_ms = r->sample ? r->response_ms : -1;
         a->at = r->at;
         a->status_code = r->status_code;
         a->error_class = dup_or_null(r->error_class);
-        a->detail = r->verdict == SETTLE_DELIVERED ? NULL : dup_or_null(r->error);
+        a->detail = r->verdict == SETTLE_DELIVERED || m->erased_at ? NULL : dup_or_null(r->error);
         a->method = dup_or_null(r->method);
-        a->url = dup_or_null(r->url);
-        a->response = dup_or_null(r->response);
+        a->url = m->erased_at ? NULL : dup_or_null(r->url);
+        a->response = m->erased_at ? NULL : dup_or_null(r->response);
         if (r->sample && r->ring_slot >= 0) {
             struct mem_sample *x = NULL;
             for (k = 0; k < st->nring && !x; k++)
@@ -666,12 +673,24 @@ static int m_requeue(struct store *s, const struct store_filter *f, int64_t now,
     *n = *gone = 0;
     for (i = 0; i < st->nmsg; i++) {
         struct mem_msg *m = &st->msg[i];
-        if (!in_filter(m, f, ok))
+        struct mem_attempt *a;
+        if (!in_filter(m, f, ok) || m->erased_at)
             continue;
         if (!ep_by_id(st, m->endpoint_id)) {
             (*gone)++;
             continue;
         }
+        /* the requeue is attempt 0 of the next generation */
+        m->generation++;
+        st->att = grow(st->att, st->natt, sizeof *st->att);
+        a = &st->att[st->natt++];
+        memset(a, 0, sizeof *a);
+        a->endpoint_id = m->endpoint_id;
+        a->message_id = m->id;
+        a->generation = m->generation;
+        a->at = now;
+        a->response_ms = -1;
+        a->detail = dup_or_null("requeued");
         m->status = MSG_PENDING;
         m->attempt_count = 0;
         m->next_attempt_at = now;
@@ -729,6 +748,42 @@ static int m_purge(struct store *s, const struct store_filter *f, int64_t *n)
     return 0;
 }
 
+static void erase_msg(struct mem_state *st, struct mem_msg *m, int64_t now)
+{
+    size_t k;
+
+    m->payload[0] = '\0';
+    m->payload_len = 0;
+    if (!m->erased_at)
+        m->erased_at = now;
+    set_str(&m->last_error, NULL);
+    if (m->status == MSG_PENDING || m->status == MSG_FAILED) {
+        m->status = MSG_DEAD_LETTER;
+        set_str(&m->last_error_class, "erased");
+    }
+    for (k = 0; k < st->natt; k++)
+        if (st->att[k].message_id == m->id) {
+            free(st->att[k].detail);
+            free(st->att[k].url);
+            free(st->att[k].response);
+            st->att[k].detail = st->att[k].url = st->att[k].response = NULL;
+        }
+}
+
+static int m_erase(struct store *s, int64_t id, int64_t now, int64_t *n)
+{
+    struct mem_state *st = ST(s);
+    struct mem_msg *m;
+
+    if (writer_only(s, "erase"))
+        return -1;
+    m = msg_by_id(st, id);
+    *n = m != NULL;
+    if (m)
+        erase_msg(st, m, now);
+    return 0;
+}
+
 static int m_expire(struct store *s, enum store_expiry what, int64_t before, int64_t limit, int64_t *n)
 {
     struct mem_state *st = ST(s);
@@ -741,6 +796,14 @@ static int m_expire(struct store *s, enum store_expiry what, int64_t before, int
         struct mem_msg *m = &st->msg[i];
         if (what == EXPIRE_HISTORY)
             break;
+        if (what == EXPIRE_PAYLOADS) {
+            if (m->status == MSG_DELIVERED && !m->erased_at && m->delivered_at < before) {
+                erase_msg(st, m, before);
+                (*n)++;
+            }
+            i++;
+            continue;
+        }
         if ((what == EXPIRE_DELIVERED && m->status == MSG_DELIVERED && m->delivered_at < before) ||
             (what == EXPIRE_DEAD_LETTERS && m->status == MSG_DEAD_LETTER && m->created_at < before)) {
             msg_drop(st, i);
@@ -948,18 +1011,60 @@ static void m_snapshot_end(struct store *s)
     (void)s;
 }
 
+static void msg_out(struct mem_state *st, const struct mem_msg *m, struct store_message *o);
+
 static int m_message_get(struct store *s, int64_t id, int (*fn)(void *, const struct store_message *), void *ctx,
                          int *found)
 {
     struct mem_state *st = ST(s);
     struct mem_msg *m = msg_by_id(st, id);
-    struct mem_ep *e;
     struct store_message out;
 
     *found = m != NULL;
     if (!m)
         return 0;
-    e = ep_by_id(st, m->endpoint_id);
+    msg_out(st, m, &out);
+    return fn(ctx, &out) ? store_fail(s, STORE_E_NOMEM, "get: stopped") : 0;
+}
+
+/* newest first: ids grow, and the array keeps insertion order except
+ * where drops moved rows, so each step looks for the next lower id */
+static int m_message_scan(struct store *s, const struct store_scan *sc,
+                          int (*fn)(void *, const struct store_message *, const char *, size_t), void *ctx)
+{
+    struct mem_state *st = ST(s);
+    int64_t n = 0, below = sc->before ? sc->before : INT64_MAX;
+    const char *event_id = sc->event_id;
+    int stop = 0, with_payload = sc->with_payload;
+
+    while (!stop && n < sc->limit) {
+        struct mem_msg *best = NULL;
+        struct store_message out;
+        size_t i;
+        for (i = 0; i < st->nmsg; i++) {
+            struct mem_msg *m = &st->msg[i];
+            struct mem_ep *e = ep_by_id(st, m->endpoint_id);
+            if (m->id < below && (!event_id || strcmp(m->event_id, event_id) == 0) &&
+                (event_id || !sc->dead_letters ||
+                 (m->status == MSG_DEAD_LETTER && (!sc->endpoint || (e && strcmp(e->def.name, sc->endpoint) == 0)))) &&
+                (!best || m->id > best->id))
+                best = m;
+        }
+        if (!best)
+            break;
+        below = best->id;
+        msg_out(st, best, &out);
+        stop = fn(ctx, &out, with_payload ? best->payload : NULL, with_payload ? best->payload_len : 0);
+        n++;
+    }
+    return stop < 0 ? store_fail(s, STORE_E_NOMEM, "search: stopped") : 0;
+}
+
+static void msg_out(struct mem_state *st, const struct mem_msg *m, struct store_message *o)
+{
+    struct mem_ep *e = ep_by_id(st, m->endpoint_id);
+    struct store_message out;
+
     memset(&out, 0, sizeof out);
     out.id = m->id;
     out.endpoint_id = m->endpoint_id;
@@ -978,7 +1083,8 @@ static int m_message_get(struct store *s, int64_t id, int (*fn)(void *, const st
     out.last_status_code = m->last_status_code;
     out.last_response_ms = m->last_response_ms;
     out.payload_bytes = (int64_t)m->payload_len;
-    return fn(ctx, &out) ? store_fail(s, STORE_E_NOMEM, "get: stopped") : 0;
+    out.erased_at = m->erased_at;
+    *o = out;
 }
 
 static int m_message_attempts(struct store *s, const struct store_message *m, int limit,
@@ -988,14 +1094,19 @@ static int m_message_attempts(struct store *s, const struct store_message *m, in
     size_t i;
     int n = 0;
 
-    int want;
+    int want, gen;
+    const struct mem_msg *mm = msg_by_id(st, m->id);
 
-    /* in attempt order (the array is not: drops move rows) */
-    for (want = 1; want <= m->attempt_count + 1 && n < limit; want++)
+    /* in generation and attempt order (the array is not: drops move
+     * rows); a generation has at most max_attempts attempts */
+    for (gen = 0; mm && gen <= mm->generation; gen++)
+    for (want = 0; want <= mm->max_attempts + 1 && n < limit; want++)
     for (i = 0; i < st->natt && n < limit; i++) {
         struct store_attempt a;
-        if (st->att[i].message_id != m->id || st->att[i].attempt != want)
+        if (st->att[i].message_id != m->id || st->att[i].generation != gen || st->att[i].attempt != want)
             continue;
+        a.generation = gen;
+        a.attempt = want;
         a.at = st->att[i].at;
         a.response_ms = st->att[i].response_ms;
         a.status_code = st->att[i].status_code;
@@ -1414,6 +1525,7 @@ static const struct store_ops mem_ops = {
     .requeue = m_requeue,
     .purge = m_purge,
     .expire = m_expire,
+    .erase = m_erase,
     .endpoint_put = m_endpoint_put,
     .endpoint_delete = m_endpoint_delete,
     .endpoint_pause = m_endpoint_pause,
@@ -1426,6 +1538,7 @@ static const struct store_ops mem_ops = {
     .snapshot_begin = m_snapshot_begin,
     .snapshot_end = m_snapshot_end,
     .message_get = m_message_get,
+    .message_scan = m_message_scan,
     .message_attempts = m_message_attempts,
     .queue_stats = m_queue_stats,
     .endpoint_list = m_endpoint_list,

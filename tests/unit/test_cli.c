@@ -57,6 +57,20 @@ static void test_simple_ops(void **state)
     BUILD_OK("{\"op\":\"requeue\",\"endpoint\":\"a\",\"since\":5}", "requeue", "--endpoint", "a",
              "--since", "5");
     BUILD_OK("{\"op\":\"requeue\",\"endpoint\":\"a\"}", "requeue", "--endpoint", "a");
+    BUILD_OK("{\"op\":\"get\",\"event_id\":\"e1\",\"endpoint\":\"a\"}", "get", "--event-id", "e1", "-e", "a");
+    BUILD_OK("{\"op\":\"attempts\",\"event_id\":\"e1\"}", "attempts", "--event-id", "e1");
+    BUILD_OK("{\"op\":\"messages\",\"event_id\":\"e\",\"type\":\"o.*\",\"error_class\":\"dns\",\"limit\":5,"
+             "\"after\":9,\"until\":20,\"where\":[\"a.b=c=d\",\"n=1\"],\"status\":[\"delivered\",\"failed\"],"
+             "\"endpoint\":\"x\",\"since\":10}",
+             "messages", "--event-id", "e", "--type", "o.*", "--error-class", "dns", "--limit", "5", "--after", "9",
+             "--until", "20", "--where", "a.b=c=d", "--where", "n=1", "--status", "delivered,failed", "-e", "x",
+             "--since", "10", "--ndjson");
+    BUILD_OK("{\"op\":\"requeue\",\"event_id\":\"e\",\"dry_run\":true,\"statuses\":[\"delivered\"]}", "requeue",
+             "--event-id", "e", "--dry-run", "--status", "delivered");
+    BUILD_OK("{\"op\":\"purge\",\"type\":\"t.*\",\"limit\":3}", "purge", "--type", "t.*", "--limit", "3");
+    BUILD_OK("{\"op\":\"erase\",\"id\":4}", "erase", "4");
+    BUILD_OK("{\"op\":\"erase\",\"dry_run\":true,\"where\":[\"p=1\"],\"endpoint\":\"a\",\"since\":7}", "erase",
+             "--since", "7", "--where", "p=1", "--endpoint", "a", "--dry-run");
 }
 
 static void test_send(void **state)
@@ -108,7 +122,14 @@ static void test_arg_errors(void **state)
     BUILD_FAILS("not a client command", "serve");
     BUILD_FAILS("not a client command", "frobnicate");
     BUILD_FAILS("--help", "ping", "--help");
-    BUILD_FAILS("missing argument", "get");
+    BUILD_FAILS("--event-id", "get");
+    BUILD_FAILS("goes with --event-id", "get", "3", "--endpoint", "a");
+    BUILD_FAILS("FIELD=VALUE", "messages", "--where", "novalue");
+    BUILD_FAILS("--limit", "messages", "--limit", "0");
+    BUILD_FAILS("--until", "messages", "--until", "soon");
+    BUILD_FAILS("--since TIME", "erase");
+    BUILD_FAILS("no other filter", "erase", "4", "--endpoint", "a");
+    BUILD_FAILS("unknown option", "get", "3", "--dry-run");
     BUILD_FAILS("integer", "get", "0");
     BUILD_FAILS("integer", "get", "12abc");
     BUILD_FAILS("unexpected argument", "get", "1", "2");

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "msgsel.h"
 #include "jscan.h"
 #include "proto.h"
 #include "util.h"
@@ -135,6 +136,89 @@ static void test_fanout_and_admin_flags(void **st)
     assert_int_equal(r.admin_only, 1);
     assert_non_null(r.body);
     proto_req_free(&r);
+}
+
+/* The selector members: what each op takes, what it refuses, and a
+ * condition on the payload makes the search an admin's. */
+static void test_message_selectors(void **st)
+{
+    const char *q = "{\"op\":\"messages\",\"endpoint\":\"a\",\"status\":[\"delivered\",\"in_flight\"],"
+                    "\"type\":\"order.*\",\"since\":5,\"until\":9,\"limit\":3,\"after\":77}";
+    const char *w = "{\"op\":\"messages\",\"where\":[\"user.id=u=7\",\"amount=12.50\"]}";
+    struct proto_req r;
+    struct proto_err err;
+
+    (void)st;
+    assert_int_equal(proto_parse(q, strlen(q), &lim, &r, &err), 0);
+    assert_int_equal(r.op, OP_MESSAGES);
+    assert_int_equal(r.admin_only, 0);
+    assert_string_equal(r.sel->endpoint, "a");
+    assert_int_equal(r.sel->statuses, MSG_BIT(MSG_DELIVERED) | MSG_BIT(MSG_IN_FLIGHT));
+    assert_string_equal(r.sel->type, "order.*");
+    assert_int_equal(r.sel->since, 5);
+    assert_int_equal(r.sel->until, 9);
+    assert_int_equal(r.sel->limit, 3);
+    assert_int_equal(r.sel->after, 77);
+    proto_req_free(&r);
+    assert_int_equal(proto_parse(w, strlen(w), &lim, &r, &err), 0);
+    assert_int_equal(r.admin_only, 1);
+    assert_int_equal(r.sel->nwhere, 2);
+    assert_string_equal(r.sel->where[0].path, "user.id");
+    assert_string_equal(r.sel->where[0].value, "u=7");
+    proto_req_free(&r);
+
+    assert_string_equal(CODE("{\"op\":\"messages\",\"where\":[\"=x\"]}"), "bad_request");
+    assert_string_equal(CODE("{\"op\":\"messages\",\"where\":[1]}"), "bad_request");
+    assert_string_equal(CODE("{\"op\":\"messages\",\"where\":[\"a=1\",\"a=1\",\"a=1\",\"a=1\",\"a=1\","
+                             "\"a=1\",\"a=1\",\"a=1\",\"a=1\"]}"),
+                        "bad_request");
+    assert_string_equal(CODE("{\"op\":\"messages\",\"status\":\"lost\"}"), "bad_request");
+    assert_string_equal(CODE("{\"op\":\"messages\",\"limit\":10001}"), "bad_request");
+    assert_string_equal(CODE("{\"op\":\"messages\",\"dry_run\":true}"), "bad_request");   /* not its member */
+    assert_string_equal(CODE("{\"op\":\"get\",\"event_id\":\"e\",\"endpoint\":\"a\"}"), "ok");
+    assert_string_equal(CODE("{\"op\":\"get\",\"id\":3,\"endpoint\":\"a\"}"), "bad_request");
+    assert_string_equal(CODE("{\"op\":\"attempts\"}"), "bad_request");
+    assert_string_equal(CODE("{\"op\":\"requeue\",\"event_id\":\"e\"}"), "ok");
+    assert_string_equal(CODE("{\"op\":\"requeue\",\"id\":3,\"event_id\":\"e\"}"), "bad_request");
+    assert_string_equal(CODE("{\"op\":\"requeue\",\"endpoint\":\"a\",\"dry_run\":1}"), "bad_request");
+    assert_string_equal(CODE("{\"op\":\"purge\",\"type\":\"x.*\",\"dry_run\":true}"), "ok");
+    assert_string_equal(CODE("{\"op\":\"erase\",\"endpoint\":\"a\"}"), "bad_request");
+    assert_string_equal(CODE("{\"op\":\"erase\",\"endpoint\":\"a\",\"since\":0}"), "ok");
+    assert_string_equal(CODE("{\"op\":\"erase\",\"id\":0}"), "bad_request");
+}
+
+static void test_glob_and_match(void **st)
+{
+    struct msgsel s;
+    struct store_message m;
+    char path[] = "a.b", val[] = "x\"y", num[] = "n", one[] = "1.50";
+    const char *pl = "{\"a\":{\"b\":\"x\\\"y\"},\"n\":1.50}";
+
+    (void)st;
+    assert_true(msgsel_glob("order.*", "order.paid"));
+    assert_true(msgsel_glob("*", ""));
+    assert_true(msgsel_glob("o?der.*d", "order.paid"));
+    assert_false(msgsel_glob("order.*", "orders"));
+    assert_false(msgsel_glob("*.x", "a.xy"));
+    assert_true(msgsel_glob("**a*b", "zzaqqb"));
+    memset(&s, 0, sizeof s);
+    memset(&m, 0, sizeof m);
+    m.created_at = 10;
+    s.where[0].path = path;
+    s.where[0].value = val;
+    s.where[1].path = num;
+    s.where[1].value = one;
+    s.nwhere = 2;
+    assert_true(msgsel_match(&s, &m, pl, strlen(pl)));
+    assert_false(msgsel_match(&s, &m, NULL, 0));
+    one[3] = '\0';   /* "1.5": numbers compare as written */
+    assert_false(msgsel_match(&s, &m, pl, strlen(pl)));
+    s.nwhere = 0;
+    s.until = 10;
+    assert_false(msgsel_match(&s, &m, NULL, 0));
+    s.until = 11;
+    s.since = 10;
+    assert_true(msgsel_match(&s, &m, NULL, 0));
 }
 
 static void test_find_member(void **st)
@@ -374,6 +458,8 @@ int main(void)
         cmocka_unit_test(test_deep_nesting_is_an_error),
         cmocka_unit_test(test_enqueue_fields_and_exact_payload),
         cmocka_unit_test(test_fanout_and_admin_flags),
+        cmocka_unit_test(test_message_selectors),
+        cmocka_unit_test(test_glob_and_match),
         cmocka_unit_test(test_find_member),
         cmocka_unit_test(test_error_reply_is_one_json_line),
         cmocka_unit_test(test_member_cap_names_the_limit),

@@ -16,8 +16,10 @@
 #include "breaker.h"
 #include "config.h"
 #include "endpoint.h"
+#include "msgsel.h"
 #include "store.h"
 #include "store_mem.h"
+#include "store_sqlite.h"
 
 #define T0 1800000000000LL
 
@@ -578,25 +580,419 @@ static void a_delivering_first_attempt_reads_as_logged(void **state)
     assert_int_equal(g.a[1].at, T0 + 1010);
     assert_string_equal(g.a_resp[1], "(null)");
 
-    /* requeued: the delivery stays in the log, then the new attempt 1
-     * replaces it */
+    /* requeued: the log keeps every attempt ever made, in order, the
+     * requeue marked as attempt 0 of the next generation */
     begin(f);
     OK(f->w->ops->requeue(f->w, &one, T0 + 2000, &n, &gone));
     commit(f);
     assert_int_equal(n, 1);
     g = get(f, m1);
     assert_string_equal(g.status, "pending");
-    assert_int_equal(g.na, 1);
+    assert_int_equal(g.na, 2);
     assert_int_equal(g.a[0].at, T0 + 5);
     assert_string_equal(g.a_url[0], "https://h.example/v1");
+    assert_int_equal(g.a[1].attempt, 0);
+    assert_int_equal(g.a[1].generation, 1);
+    assert_int_equal(g.a[1].at, T0 + 2000);
     assert_int_equal(claim(f, a, T0 + 2000, 10).n, 1);
     assert_true(settle_sent(f, m1, a, SETTLE_DELIVERED, 1, T0 + 2005, 202, "https://h.example/v2", "again"));
     g = get(f, m1);
-    assert_int_equal(g.na, 1);
-    assert_int_equal(g.a[0].at, T0 + 2005);
-    assert_int_equal(g.a[0].status_code, 202);
-    assert_string_equal(g.a_url[0], "https://h.example/v2");
-    assert_string_equal(g.a_resp[0], "again");
+    assert_int_equal(g.na, 3);
+    assert_int_equal(g.a[0].generation, 0);
+    assert_int_equal(g.a[0].attempt, 1);
+    assert_int_equal(g.a[0].at, T0 + 5);
+    assert_int_equal(g.a[0].status_code, 200);
+    assert_string_equal(g.a_url[0], "https://h.example/v1");
+    assert_string_equal(g.a_resp[0], "ok");
+    assert_int_equal(g.a[1].attempt, 0);
+    assert_int_equal(g.a[2].generation, 1);
+    assert_int_equal(g.a[2].attempt, 1);
+    assert_int_equal(g.a[2].at, T0 + 2005);
+    assert_int_equal(g.a[2].status_code, 202);
+    assert_string_equal(g.a_url[2], "https://h.example/v2");
+    assert_string_equal(g.a_resp[2], "again");
+}
+
+/* A message whose attempt 1 failed, requeued twice: its logged attempt 1
+ * is never overwritten by a later generation's attempt 1. */
+static void requeue_keeps_every_attempt(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), m = enqueue_at(f, a, "m", T0, NULL), n, gone;
+    struct store_filter one = {m, 0, 0, MSG_BIT(MSG_FAILED) | MSG_BIT(MSG_DELIVERED) | MSG_BIT(MSG_DEAD_LETTER)};
+    struct got g;
+    int k;
+
+    assert_int_equal(claim(f, a, T0, 10).n, 1);
+    assert_true(settle(f, m, a, SETTLE_DEAD, 1, T0 + 10, 0, 0, "dns", "dns: Could not resolve host"));
+    for (k = 1; k <= 2; k++) {
+        begin(f);
+        OK(f->w->ops->requeue(f->w, &one, T0 + k * 1000, &n, &gone));
+        commit(f);
+        assert_int_equal(n, 1);
+        assert_int_equal(claim(f, a, T0 + k * 1000, 10).n, 1);
+        assert_true(settle(f, m, a, k == 1 ? SETTLE_DEAD : SETTLE_DELIVERED, 1, T0 + k * 1000 + 10,
+                           k == 1 ? 503 : 200, 1, k == 1 ? "http_503" : NULL, k == 1 ? "HTTP 503" : NULL));
+    }
+    g = get(f, m);
+    assert_string_equal(g.status, "delivered");
+    assert_int_equal(g.na, 5);
+    for (k = 0; k < 5; k++) {
+        assert_int_equal(g.a[k].generation, (k + 1) / 2);
+        assert_int_equal(g.a[k].attempt, k % 2 == 0 ? 1 : 0);
+        if (k > 0)
+            assert_true(g.a[k].at > g.a[k - 1].at);
+    }
+    assert_int_equal(g.a[0].status_code, 0);
+    assert_int_equal(g.a[2].status_code, 503);
+    assert_int_equal(g.a[4].status_code, 200);
+}
+
+static int64_t enqueue_payload(struct fx *f, int64_t ep, const char *eid, const char *type, const char *payload,
+                               int64_t now)
+{
+    struct store_enqueue e = {ep, eid, type, payload, strlen(payload), 3, NULL, 0, 0, 0, 0};
+
+    begin(f);
+    OK(f->w->ops->enqueue(f->w, &e, 1, now));
+    commit(f);
+    return e.id;
+}
+
+struct found {
+    int64_t id[32];
+    int n;
+};
+
+static int keep_found(void *ctx, const struct store_message *m)
+{
+    struct found *x = ctx;
+
+    assert_true(x->n < 32);
+    x->id[x->n++] = m->id;
+    return 0;
+}
+
+static int claimed_any(void *ctx, const struct store_claimed *row)
+{
+    (void)ctx;
+    (void)row;
+    return 0;
+}
+
+/* A search through the reader (as the messages op runs it) or the
+ * writer (as requeue, purge and erase by filter run it). */
+static struct found search(struct fx *f, struct store *st, struct msgsel *s, int64_t max, struct msgsel_walk *w)
+{
+    struct found x = {{0}, 0};
+    struct msgsel_walk dummy;
+
+    OK(msgsel_walk(st, s, max, keep_found, &x, w ? w : &dummy));
+    return x;
+}
+
+/* Search: every filter, newest first, keyset paging, on the reader and
+ * on the writer's connection alike. */
+static void search_filters_and_pages(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0), m[6];
+    int k = 0;
+    struct msgsel s;
+    struct msgsel_walk w;
+    struct found x;
+    char name_a[] = "a", name_b[] = "b", eid[] = "e2", glob[] = "order.*", cls[] = "http_503", path[] = "user.id", val[] = "u7",
+         path2[] = "amount", val2[] = "12.50";
+
+    m[0] = enqueue_payload(f, a, "e0", "order.paid", "{\"user\":{\"id\":\"u7\"},\"amount\":12.50}", T0);
+    m[1] = enqueue_payload(f, a, "e1", "lead.new", "{\"user\":{\"id\":\"u8\"}}", T0 + 10);
+    m[2] = enqueue_payload(f, b, "e2", "order.refund", "{\"user\":{\"id\":\"u7\"},\"amount\":12.5}", T0 + 20);
+    m[3] = enqueue_payload(f, a, "e2", "order.paid", "[1,2]", T0 + 30);
+    m[4] = enqueue_payload(f, b, "e4", NULL, "{}", T0 + 40);
+    m[5] = enqueue_payload(f, a, "e5", "order.x", "{\"user\":\"u7\"}", T0 + 50);
+    begin(f);
+    OK(f->w->ops->claim(f->w, b, T0 + 100, 10, 0, claimed_any, &k, &k));
+    commit(f);
+    assert_int_equal(k, 2);
+    assert_true(settle(f, m[2], b, SETTLE_DEAD, 1, T0 + 110, 503, 1, "http_503", "HTTP 503"));
+    assert_true(settle(f, m[4], b, SETTLE_DELIVERED, 1, T0 + 110, 200, 1, NULL, NULL));
+
+    memset(&s, 0, sizeof s);
+    x = search(f, f->r, &s, 100, &w);
+    assert_int_equal(x.n, 6);
+    assert_int_equal(x.id[0], m[5]);
+    assert_int_equal(x.id[5], m[0]);
+    assert_int_equal(w.next, 0);
+    s.endpoint = name_a;
+    assert_int_equal(search(f, f->r, &s, 100, NULL).n, 4);
+    s.endpoint = NULL;
+    s.event_id = eid;
+    x = search(f, f->w, &s, 100, NULL);
+    assert_int_equal(x.n, 2);
+    assert_int_equal(x.id[0], m[3]);
+    s.event_id = NULL;
+    s.type = glob;
+    assert_int_equal(search(f, f->r, &s, 100, NULL).n, 4);   /* order.*; m[4] has no type */
+    s.type = NULL;
+    s.error_class = cls;
+    x = search(f, f->r, &s, 100, NULL);
+    assert_int_equal(x.n, 1);
+    assert_int_equal(x.id[0], m[2]);
+    s.error_class = NULL;
+    s.statuses = MSG_BIT(MSG_DELIVERED) | MSG_BIT(MSG_DEAD_LETTER);
+    assert_int_equal(search(f, f->r, &s, 100, NULL).n, 2);
+    s.statuses = MSG_BIT(MSG_PENDING);
+    assert_int_equal(search(f, f->r, &s, 100, NULL).n, 4);
+    /* dead letters alone come from their own indexes, by endpoint too */
+    s.statuses = MSG_BIT(MSG_DEAD_LETTER);
+    x = search(f, f->w, &s, 100, NULL);
+    assert_int_equal(x.n, 1);
+    assert_int_equal(x.id[0], m[2]);
+    s.endpoint = name_b;
+    x = search(f, f->r, &s, 100, NULL);
+    assert_int_equal(x.n, 1);
+    assert_int_equal(x.id[0], m[2]);
+    s.endpoint = name_a;
+    assert_int_equal(search(f, f->r, &s, 100, NULL).n, 0);
+    s.endpoint = NULL;
+    s.statuses = 0;
+    s.since = T0 + 10;
+    s.until = T0 + 40;
+    x = search(f, f->r, &s, 100, NULL);
+    assert_int_equal(x.n, 3);
+    assert_int_equal(x.id[0], m[3]);
+    assert_int_equal(x.id[2], m[1]);
+    s.since = s.until = 0;
+    /* payload paths: strings as text, numbers as written */
+    s.where[0].path = path;
+    s.where[0].value = val;
+    s.nwhere = 1;
+    x = search(f, f->w, &s, 100, NULL);
+    assert_int_equal(x.n, 2);
+    assert_int_equal(x.id[0], m[2]);
+    assert_int_equal(x.id[1], m[0]);
+    s.where[1].path = path2;
+    s.where[1].value = val2;
+    s.nwhere = 2;
+    x = search(f, f->r, &s, 100, NULL);
+    assert_int_equal(x.n, 1);
+    assert_int_equal(x.id[0], m[0]);
+    s.nwhere = 0;
+    /* pages: two at a time, next says where to go on */
+    x = search(f, f->r, &s, 2, &w);
+    assert_int_equal(x.n, 2);
+    assert_int_equal(w.next, m[4]);
+    s.after = w.next;
+    x = search(f, f->r, &s, 2, &w);
+    assert_int_equal(x.id[0], m[3]);
+    assert_int_equal(w.next, m[2]);
+    s.after = w.next;
+    x = search(f, f->r, &s, 2, &w);
+    assert_int_equal(x.n, 2);
+    assert_int_equal(x.id[1], m[0]);
+    assert_int_equal(w.next, 0);
+    /* a bounded walk stops after its rows, and says where to go on */
+    s.after = 0;
+    s.scan_max = 3;
+    s.type = glob;
+    x = search(f, f->w, &s, 100, &w);
+    assert_int_equal(w.scanned, 3);
+    assert_int_equal(x.n, 2);   /* m[5], m[3]; m[4] has no type */
+    assert_int_equal(w.next, m[3]);
+    s.after = w.next;
+    x = search(f, f->w, &s, 100, &w);
+    assert_int_equal(x.n, 2);   /* m[2], m[0] */
+    /* it read its bound: whether anything older is left, a next page says */
+    assert_int_equal(w.next, m[0]);
+    s.after = w.next;
+    x = search(f, f->w, &s, 100, &w);
+    assert_int_equal(x.n, 0);
+    assert_int_equal(w.scanned, 0);
+    assert_int_equal(w.next, 0);
+    /* one message by id, as erase and requeue by id walk it */
+    memset(&s, 0, sizeof s);
+    s.id = m[2];
+    x = search(f, f->w, &s, 100, NULL);
+    assert_int_equal(x.n, 1);
+    assert_int_equal(x.id[0], m[2]);
+}
+
+/* A time window ends the walk: ids grow with time, so once rows are
+ * well older than since (10 minutes: a clock stepped back) nothing newer
+ * follows; rows a little older are still read. */
+static void search_stops_below_the_window(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), m[5];
+    struct msgsel s;
+    struct msgsel_walk w;
+    struct found x;
+
+    m[0] = enqueue_at(f, a, "old0", T0 - 3 * 3600000, NULL);
+    m[1] = enqueue_at(f, a, "old1", T0 - 2 * 3600000, NULL);
+    m[2] = enqueue_at(f, a, "new0", T0, NULL);
+    m[3] = enqueue_at(f, a, "stepped", T0 - 60000, NULL);   /* the clock went back a minute */
+    m[4] = enqueue_at(f, a, "new1", T0 + 5, NULL);
+    memset(&s, 0, sizeof s);
+    s.since = T0 - 120000;
+    x = search(f, f->r, &s, 100, &w);
+    assert_int_equal(x.n, 3);
+    assert_int_equal(x.id[0], m[4]);
+    assert_int_equal(x.id[1], m[3]);
+    assert_int_equal(x.id[2], m[2]);
+    assert_int_equal(w.scanned, 4);   /* m[1] ended it; m[0] was never read */
+    assert_int_equal(w.next, 0);
+}
+
+/* Erase: the payload, response excerpts and URLs as sent go; ids,
+ * statuses and times stay; a waiting row is a dead letter of class
+ * erased; a row in flight settles without its URL and is not retried;
+ * [retention] payload erases delivered rows only, the oldest first. */
+static void erase_keeps_what_hookd_did(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), d = enqueue_at(f, a, "d", T0, NULL), w = enqueue_at(f, a, "w", T0, NULL),
+            x = enqueue_at(f, a, "x", T0, NULL), keep = enqueue_at(f, a, "k", T0, NULL), n, gone;
+    struct store_filter any = {0, 0, 0, MSG_BIT(MSG_FAILED) | MSG_BIT(MSG_DELIVERED) | MSG_BIT(MSG_DEAD_LETTER)};
+    struct got g;
+
+    assert_int_equal(claim(f, a, T0, 10).n, 4);
+    assert_true(settle_sent(f, d, a, SETTLE_RETRY, 1, T0 + 5, 503, "https://h.example/d?u=1", "busy"));
+    assert_true(settle_sent(f, w, a, SETTLE_RETRY, 1, T0 + 5, 503, "https://h.example/w", "busy"));
+    assert_true(settle_sent(f, keep, a, SETTLE_DELIVERED, 1, T0 + 5, 200, "https://h.example/k", "ok"));
+    /* d delivers at its second attempt */
+    assert_int_equal(claim(f, a, T0 + 1005, 1).n, 1);
+    assert_true(settle_sent(f, d, a, SETTLE_DELIVERED, 2, T0 + 1010, 200, "https://h.example/d?u=2", "thanks"));
+
+    begin(f);
+    OK(f->w->ops->erase(f->w, d, T0 + 2000, &n));
+    assert_int_equal(n, 1);
+    OK(f->w->ops->erase(f->w, w, T0 + 2000, &n));   /* waiting for its retry */
+    OK(f->w->ops->erase(f->w, x, T0 + 2000, &n));   /* in flight */
+    OK(f->w->ops->erase(f->w, 999999, T0 + 2000, &n));
+    assert_int_equal(n, 0);
+    commit(f);
+
+    g = get(f, d);
+    assert_string_equal(g.status, "delivered");
+    assert_int_equal(g.m.payload_bytes, 0);
+    assert_int_equal(g.m.erased_at, T0 + 2000);
+    assert_int_equal(g.m.delivered_at, T0 + 1010);
+    assert_int_equal(g.m.attempt_count, 2);
+    assert_int_equal(g.na, 2);
+    assert_int_equal(g.a[0].status_code, 503);
+    assert_string_equal(g.a_url[0], "(null)");
+    assert_string_equal(g.a_resp[0], "(null)");
+    assert_string_equal(g.a_url[1], "(null)");
+    assert_int_equal(g.a[1].at, T0 + 1010);
+    g = get(f, w);
+    assert_string_equal(g.status, "dead_letter");
+    assert_string_equal(g.cls, "erased");
+    assert_string_equal(g.err, "");
+    /* the row in flight: its attempt settles without what was sent, and
+     * a failure does not bring it back */
+    assert_true(settle_sent(f, x, a, SETTLE_RETRY, 1, T0 + 2005, 503, "https://h.example/x", "busy"));
+    g = get(f, x);
+    assert_string_equal(g.status, "dead_letter");
+    assert_int_equal(g.m.payload_bytes, 0);
+    assert_string_equal(g.err, "");
+    assert_string_equal(g.a_url[0], "(null)");
+    assert_int_equal(g.a[0].status_code, 503);
+    /* nothing erased can be requeued */
+    begin(f);
+    for (any.id = d; any.id <= x; any.id++) {
+        OK(f->w->ops->requeue(f->w, &any, T0 + 3000, &n, &gone));
+        assert_int_equal(n, 0);
+    }
+    commit(f);
+    /* the untouched one keeps everything */
+    g = get(f, keep);
+    assert_int_equal(g.m.payload_bytes, 7);
+    assert_int_equal(g.m.erased_at, 0);
+    assert_string_equal(g.a_url[0], "https://h.example/k");
+
+    /* [retention] payload: delivered before the cutoff, not yet erased */
+    begin(f);
+    OK(f->w->ops->expire(f->w, EXPIRE_PAYLOADS, T0 + 5, 10, &n));
+    assert_int_equal(n, 0);
+    OK(f->w->ops->expire(f->w, EXPIRE_PAYLOADS, T0 + 6, 10, &n));
+    assert_int_equal(n, 1);
+    OK(f->w->ops->expire(f->w, EXPIRE_PAYLOADS, T0 + 9000, 10, &n));
+    assert_int_equal(n, 0);
+    commit(f);
+    g = get(f, keep);
+    assert_string_equal(g.status, "delivered");
+    assert_int_equal(g.m.payload_bytes, 0);
+    assert_int_equal(g.m.erased_at, T0 + 6);
+    assert_string_equal(g.a_url[0], "(null)");
+    assert_string_equal(g.a_resp[0], "(null)");
+}
+
+static int file_has(const char *path, const char *needle)
+{
+    FILE *fp = fopen(path, "rb");
+    char *b;
+    long n;
+    int found = 0;
+
+    if (!fp)
+        return 0;
+    fseek(fp, 0, SEEK_END);
+    n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    b = malloc((size_t)n + 1);
+    assert_non_null(b);
+    if (fread(b, 1, (size_t)n, fp) == (size_t)n)
+        found = memmem(b, (size_t)n, needle, strlen(needle)) != NULL;
+    free(b);
+    fclose(fp);
+    return found;
+}
+
+/* SQLite: after an erase and the checkpoint that follows it, the bytes
+ * are in neither the database file nor its -wal, whatever the library's
+ * default secure_delete (FAST is what the writer sets when it is off):
+ * the payload's cell, the copies the claim and the result left in the
+ * page, its overflow pages, the URL and response of the log. */
+static void erase_leaves_no_bytes_in_the_files(void **state)
+{
+    struct fx *f = *state;
+    char big[9000], small[300], wal[160];
+    int64_t a, m1, m2, n;
+    int k = 0;
+
+    if (!f->sqlite) {
+        skip();
+        return;
+    }
+    OK(sqlite3_exec(((struct sq_store *)f->w)->db, "PRAGMA secure_delete = FAST", NULL, NULL, NULL));
+    a = put_endpoint(f, "a", 0);
+    snprintf(small, sizeof small, "{\"p\":\"%s\"}", "SMALLMARK-4d2f-player");
+    memset(big, 'x', sizeof big);
+    memcpy(big, "{\"p\":\"BIGMARK-91ce-player", 25);
+    memcpy(big + sizeof big - 3, "\"}", 3);
+    m1 = enqueue_payload(f, a, "m1", NULL, small, T0);
+    m2 = enqueue_payload(f, a, "m2", NULL, big, T0);
+    begin(f);
+    OK(f->w->ops->claim(f->w, a, T0, 10, 0, claimed_any, NULL, &k));
+    commit(f);
+    assert_int_equal(k, 2);
+    assert_true(settle_sent(f, m1, a, SETTLE_DELIVERED, 1, T0 + 5, 200, "https://h.example/?p=URLMARK-77", "RESPMARK-5"));
+    assert_true(settle_sent(f, m2, a, SETTLE_RETRY, 1, T0 + 5, 503, "https://h.example/?p=URLMARK-78", "RESPMARK-6"));
+    OK(f->w->ops->checkpoint(f->w, 1));
+    assert_true(file_has(f->cfg.db_path, "SMALLMARK-4d2f"));   /* the test can see them */
+    assert_true(file_has(f->cfg.db_path, "BIGMARK-91ce"));
+    begin(f);
+    OK(f->w->ops->erase(f->w, m1, T0 + 10, &n));
+    OK(f->w->ops->erase(f->w, m2, T0 + 10, &n));
+    commit(f);
+    OK(f->w->ops->checkpoint(f->w, 1));
+    snprintf(wal, sizeof wal, "%s-wal", f->cfg.db_path);
+    assert_false(file_has(f->cfg.db_path, "SMALLMARK-4d2f"));
+    assert_false(file_has(f->cfg.db_path, "BIGMARK-91ce"));
+    assert_false(file_has(f->cfg.db_path, "URLMARK-7"));
+    assert_false(file_has(f->cfg.db_path, "RESPMARK-"));
+    assert_false(file_has(wal, "MARK-"));
 }
 
 static void settle_changes_only_rows_in_flight(void **state)
@@ -1799,6 +2195,11 @@ static void shared_breaker_blocks_every_node(void **state)
         cmocka_unit_test_setup_teardown(clock_step_moves_waits_not_events, setup, teardown),   \
         cmocka_unit_test_setup_teardown(endpoint_delete_strands_nothing, setup, teardown),     \
         cmocka_unit_test_setup_teardown(requeue_and_purge_take_what_they_say, setup, teardown), \
+        cmocka_unit_test_setup_teardown(requeue_keeps_every_attempt, setup, teardown), \
+        cmocka_unit_test_setup_teardown(search_filters_and_pages, setup, teardown), \
+        cmocka_unit_test_setup_teardown(search_stops_below_the_window, setup, teardown), \
+        cmocka_unit_test_setup_teardown(erase_keeps_what_hookd_did, setup, teardown), \
+        cmocka_unit_test_setup_teardown(erase_leaves_no_bytes_in_the_files, setup, teardown), \
         cmocka_unit_test_setup_teardown(requeue_skips_rows_of_deleted_endpoints, setup, teardown), \
         cmocka_unit_test_setup_teardown(endpoint_put_pauses_only_when_told, setup, teardown), \
         cmocka_unit_test_setup_teardown(expire_in_chunks, setup, teardown),                    \
