@@ -380,7 +380,11 @@ struct store_ops {
      * endpoint_deleted; *dead counts them. */
     int (*endpoint_delete)(struct store *s, int64_t id, int64_t now, int64_t *dead);
     /* paused with a reason ("operator", "410 Gone", "disabled: ...");
-     * resuming (paused 0) clears the reason */
+     * resuming (paused 0) clears the reason. A shared store also restarts
+     * a resumed endpoint's failing clock in its health row (failing_since
+     * = now where set; endpoint_put too when it resumes one): the nodes
+     * judge disable_after on that row, re-read under lock each round,
+     * not on their own memory. */
     int (*endpoint_pause)(struct store *s, int64_t id, int paused, const char *reason, int64_t now);
     int (*health_save)(struct store *s, const struct store_health *v, size_t n);
     int (*rollup_save)(struct store *s, const struct store_rollup *v, size_t n);

@@ -190,7 +190,14 @@ const char *const pg_sql[PG__COUNT] = {
         "DELETE FROM endpoint_history WHERE (endpoint_id, bucket_at) IN (SELECT endpoint_id, bucket_at "
         "FROM endpoint_history WHERE bucket_at < " TS("$1") " LIMIT $2)",
     [PG_EP_FIND] = "SELECT id FROM endpoints WHERE name = $1",
+    /* a paused endpoint resumed ($10 said, $8 0) gets a whole
+     * disable_after again: its failing clock restarts in the shared row,
+     * which every node reads under lock before it judges the breaker (the
+     * subquery sees the endpoint as it was before this statement) */
     [PG_EP_PUT] =
+        "WITH h AS (UPDATE endpoint_health SET failing_since = " TS("$9") " "
+        "WHERE $10 <> 0 AND $8 = 0 AND failing_since IS NOT NULL "
+        "AND endpoint_id = (SELECT id FROM endpoints WHERE name = $1 AND paused <> 0)) "
         "INSERT INTO endpoints (name, url, secrets, headers, event_types, settings, source, paused, pause_reason, "
         "created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8 <> 0 THEN $11 END, "
         TS("$9") ", " TS("$9") ") "
@@ -201,7 +208,11 @@ const char *const pg_sql[PG__COUNT] = {
         "paused = CASE WHEN $10 <> 0 THEN excluded.paused ELSE endpoints.paused END, "
         "pause_reason = CASE WHEN $10 = 0 OR excluded.paused = endpoints.paused THEN endpoints.pause_reason "
         "ELSE excluded.pause_reason END RETURNING id",
+    /* resuming a paused endpoint restarts its failing clock (PG_EP_PUT) */
     [PG_EP_PAUSE] =
+        "WITH h AS (UPDATE endpoint_health SET failing_since = " TS("$3") " "
+        "WHERE endpoint_id = $1 AND $2 = 0 AND failing_since IS NOT NULL "
+        "AND EXISTS (SELECT 1 FROM endpoints WHERE id = $1 AND paused <> 0)) "
         "UPDATE endpoints SET paused = $2, updated_at = " TS("$3") ", pause_reason = $4 WHERE id = $1",
     /* its undelivered rows become dead letters; the rest of it goes */
     [PG_EP_DELETE] =

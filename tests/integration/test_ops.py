@@ -72,9 +72,6 @@ def test_breaker_events_signed_and_flapping_summarised(hookd, receiver):
     assert len(events(d, "breaker_transition", endpoint="p")) >= 4
 
 
-@pytest.mark.xfail(BACKEND == "postgres", strict=True,
-                   reason="defect on PostgreSQL: resume does not restart the disable_after clock (failing_since "
-                          "stays the old one), so the endpoint is disabled again at its next failure")
 def test_auto_disable_keeps_queue_and_resume_enables(hookd, receiver):
     ops, rcv = receiver(200), receiver(200)
     rcv.set(503, "/p")
