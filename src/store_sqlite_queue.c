@@ -8,19 +8,22 @@
 #include <stdio.h>
 #include <string.h>
 
-static int recover_exec(struct sq_store *q, const char *sql, int64_t now, int64_t *n)
+/* One statement with one integer run once (recovery and clock steps are
+ * rare: not worth a prepared slot); *changed, when asked, gets its rows. */
+static int exec_once(struct sq_store *q, const char *what, const char *sql, int64_t v, int64_t *changed)
 {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
 
     if (rc != SQLITE_OK)
-        return sq_fail(q, rc, "recover");
-    sqlite3_bind_int64(st, 1, now);
+        return sq_fail(q, rc, what);
+    sqlite3_bind_int64(st, 1, v);
     rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
-        return sq_fail(q, rc, "recover");
-    *n = sqlite3_changes(q->db);
+        return sq_fail(q, rc, what);
+    if (changed)
+        *changed = sqlite3_changes(q->db);
     return 0;
 }
 
@@ -29,44 +32,26 @@ int sq_recover(struct store *s, int64_t now, int64_t *n)
     struct sq_store *q = (struct sq_store *)s;
     int64_t orphans = 0;
 
-    if (recover_exec(q,
-                     "UPDATE webhook_queue SET status = CASE WHEN erased_at IS NOT NULL THEN 'dead_letter' "
-                     "WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, next_attempt_at = ?1 "
-                     "WHERE status = 'in_flight'",
-                     now, n) < 0)
+    if (exec_once(q, "recover",
+                  "UPDATE webhook_queue SET status = CASE WHEN erased_at IS NOT NULL THEN 'dead_letter' "
+                  "WHEN attempt_count > 0 THEN 'failed' ELSE 'pending' END, next_attempt_at = ?1 "
+                  "WHERE status = 'in_flight'",
+                  now, n) < 0)
         return -1;
     /* Rows waiting for an endpoint that no longer exists (a requeue by
      * id before requeue refused them) would wait forever: no claim sees
      * them, retention keeps them. They become the dead letters the
      * endpoint's delete made of its other rows. */
-    if (recover_exec(q,
-                     "UPDATE webhook_queue SET status = 'dead_letter', last_error = 'endpoint deleted', "
-                     "last_error_class = 'endpoint_deleted', next_attempt_at = ?1 "
-                     "WHERE status IN ('pending', 'failed') "
-                     "AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = webhook_queue.endpoint_id)",
-                     now, &orphans) < 0)
+    if (exec_once(q, "recover",
+                  "UPDATE webhook_queue SET status = 'dead_letter', last_error = 'endpoint deleted', "
+                  "last_error_class = 'endpoint_deleted', next_attempt_at = ?1 "
+                  "WHERE status IN ('pending', 'failed') "
+                  "AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = webhook_queue.endpoint_id)",
+                  now, &orphans) < 0)
         return -1;
     if (orphans)
         log_warn("orphans_dead_lettered", "count=%lld note=\"waiting rows of deleted endpoints\"",
                  (long long)orphans);
-    return 0;
-}
-
-/* One statement run once (a step is rare: not worth a prepared slot). */
-static int run_step(struct sq_store *q, const char *sql, int64_t step_ms, int64_t *changed)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
-
-    if (rc != SQLITE_OK)
-        return sq_fail(q, rc, "clock step");
-    sqlite3_bind_int64(st, 1, step_ms);
-    rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE)
-        return sq_fail(q, rc, "clock step");
-    if (changed)
-        *changed = sqlite3_changes(q->db);
     return 0;
 }
 
@@ -76,11 +61,14 @@ int sq_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows
     struct sq_store *q = (struct sq_store *)s;
 
     (void)mine_only;
-    if (run_step(q, "UPDATE webhook_queue SET next_attempt_at = next_attempt_at + ?1, created_at = created_at + ?1 "
-                 "WHERE status IN ('pending', 'failed', 'in_flight')", step_ms, rows) < 0 ||
-        run_step(q, "UPDATE endpoint_health SET opened_at = opened_at + ?1 WHERE opened_at > 0", step_ms, NULL) < 0 ||
-        run_step(q, "UPDATE endpoint_health SET failing_since = failing_since + ?1 WHERE failing_since > 0", step_ms,
-                 NULL) < 0)
+    if (exec_once(q, "clock step",
+                  "UPDATE webhook_queue SET next_attempt_at = next_attempt_at + ?1, created_at = created_at + ?1 "
+                  "WHERE status IN ('pending', 'failed', 'in_flight')", step_ms, rows) < 0 ||
+        exec_once(q, "clock step", "UPDATE endpoint_health SET opened_at = opened_at + ?1 WHERE opened_at > 0",
+                  step_ms, NULL) < 0 ||
+        exec_once(q, "clock step",
+                  "UPDATE endpoint_health SET failing_since = failing_since + ?1 WHERE failing_since > 0",
+                  step_ms, NULL) < 0)
         return -1;
     return 0;
 }
