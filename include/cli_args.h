@@ -103,6 +103,12 @@ int cli_parse_args(const struct cmd *c, int argc, char **argv, struct args *a, c
 int cli_assemble(const struct cmd *c, const struct args *a, struct buf *out, char *err, size_t errlen);
 
 /* The request builders of the command table: fill req (and the payload). */
+/* Request members for the builders here and in cli_msgs.c: 0, or -1 with
+ * "out of memory" in err. */
+int cli_oom(char *err, size_t errlen);
+int cli_add_str(cJSON *o, const char *k, const char *v, char *err, size_t errlen);
+int cli_add_num(cJSON *o, const char *k, int64_t v, char *err, size_t errlen);
+
 int cli_build_none(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
 int cli_build_send(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
 int cli_build_get(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);

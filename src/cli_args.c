@@ -317,20 +317,20 @@ out:
 
 /* ---------- request builders ---------- */
 
-static int oom(char *err, size_t errlen)
+int cli_oom(char *err, size_t errlen)
 {
     snprintf(err, errlen, "out of memory");
     return -1;
 }
 
-static int add_str(cJSON *o, const char *k, const char *v, char *err, size_t errlen)
+int cli_add_str(cJSON *o, const char *k, const char *v, char *err, size_t errlen)
 {
-    return cJSON_AddStringToObject(o, k, v) ? 0 : oom(err, errlen);
+    return cJSON_AddStringToObject(o, k, v) ? 0 : cli_oom(err, errlen);
 }
 
-static int add_num(cJSON *o, const char *k, int64_t v, char *err, size_t errlen)
+int cli_add_num(cJSON *o, const char *k, int64_t v, char *err, size_t errlen)
 {
-    return cJSON_AddNumberToObject(o, k, (double)v) ? 0 : oom(err, errlen);
+    return cJSON_AddNumberToObject(o, k, (double)v) ? 0 : cli_oom(err, errlen);
 }
 
 int cli_build_none(const struct args *a, cJSON *req, struct buf *payload, char *err,
@@ -346,17 +346,17 @@ int cli_build_send(const struct args *a, cJSON *req, struct buf *payload, char *
         snprintf(err, errlen, "send needs --endpoint NAME or --type TYPE");
         return -1;
     }
-    if ((a->val[O_ENDPOINT] && add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0) ||
-        (a->val[O_TYPE] && add_str(req, "event_type", a->val[O_TYPE], err, errlen) < 0) ||
-        (a->val[O_EVENT_ID] && add_str(req, "event_id", a->val[O_EVENT_ID], err, errlen) < 0) ||
-        (a->val[O_DELAY] && add_str(req, "delay", a->val[O_DELAY], err, errlen) < 0))
+    if ((a->val[O_ENDPOINT] && cli_add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0) ||
+        (a->val[O_TYPE] && cli_add_str(req, "event_type", a->val[O_TYPE], err, errlen) < 0) ||
+        (a->val[O_EVENT_ID] && cli_add_str(req, "event_id", a->val[O_EVENT_ID], err, errlen) < 0) ||
+        (a->val[O_DELAY] && cli_add_str(req, "delay", a->val[O_DELAY], err, errlen) < 0))
         return -1;
     if (a->val[O_DELIVER_AT]) {
         /* epoch ms as a number, anything else (RFC 3339) as text: the
          * daemon judges either */
         int64_t ms;
-        if (util_parse_int(a->val[O_DELIVER_AT], &ms) == 0 ? add_num(req, "deliver_at", ms, err, errlen) < 0
-                                                           : add_str(req, "deliver_at", a->val[O_DELIVER_AT], err,
+        if (util_parse_int(a->val[O_DELIVER_AT], &ms) == 0 ? cli_add_num(req, "deliver_at", ms, err, errlen) < 0
+                                                           : cli_add_str(req, "deliver_at", a->val[O_DELIVER_AT], err,
                                                                      errlen) < 0)
             return -1;
     }
@@ -373,8 +373,8 @@ int cli_build_get(const struct args *a, cJSON *req, struct buf *payload, char *e
         return -1;
     }
     if (a->val[O_EVENT_ID])
-        return add_str(req, "event_id", a->val[O_EVENT_ID], err, errlen) < 0 ||
-                       (a->val[O_ENDPOINT] && add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0)
+        return cli_add_str(req, "event_id", a->val[O_EVENT_ID], err, errlen) < 0 ||
+                       (a->val[O_ENDPOINT] && cli_add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0)
                    ? -1
                    : 0;
     if (a->val[O_ENDPOINT]) {
@@ -383,7 +383,7 @@ int cli_build_get(const struct args *a, cJSON *req, struct buf *payload, char *e
     }
     if (parse_pos_int(a->pos[0], "ID", 1, INT64_MAX / 2, &id, err, errlen) < 0)
         return -1;
-    return add_num(req, "id", id, err, errlen);
+    return cli_add_num(req, "id", id, err, errlen);
 }
 
 int cli_build_since(const struct args *a, cJSON *req, char *err, size_t errlen)
@@ -397,7 +397,7 @@ int cli_build_since(const struct args *a, cJSON *req, char *err, size_t errlen)
                  a->val[O_SINCE]);
         return -1;
     }
-    return add_num(req, "since", since, err, errlen);
+    return cli_add_num(req, "since", since, err, errlen);
 }
 
 static int add_str_array(cJSON *req, const char *k, const char *const *v, size_t n, char *err,
@@ -410,12 +410,12 @@ static int add_str_array(cJSON *req, const char *k, const char *const *v, size_t
         return 0;
     arr = cJSON_AddArrayToObject(req, k);
     if (!arr)
-        return oom(err, errlen);
+        return cli_oom(err, errlen);
     for (i = 0; i < n; i++) {
         cJSON *s = cJSON_CreateString(v[i]);
         if (!s || !cJSON_AddItemToArray(arr, s)) {
             cJSON_Delete(s);
-            return oom(err, errlen);
+            return cli_oom(err, errlen);
         }
     }
     return 0;
@@ -433,7 +433,7 @@ static int add_int_opt(const struct args *a, enum opt_id id, const char *key, co
                  a->val[id]);
         return -1;
     }
-    return add_num(req, key, v, err, errlen);
+    return cli_add_num(req, key, v, err, errlen);
 }
 
 int cli_build_selector(const struct args *a, cJSON *req, char *err, size_t errlen)
@@ -442,9 +442,9 @@ int cli_build_selector(const struct args *a, cJSON *req, char *err, size_t errle
     int64_t until;
     size_t i, eq;
 
-    if ((a->val[O_EVENT_ID] && add_str(req, "event_id", a->val[O_EVENT_ID], err, errlen) < 0) ||
-        (a->val[O_TYPE] && add_str(req, "type", a->val[O_TYPE], err, errlen) < 0) ||
-        (a->val[O_ERROR_CLASS] && add_str(req, "error_class", a->val[O_ERROR_CLASS], err, errlen) < 0) ||
+    if ((a->val[O_EVENT_ID] && cli_add_str(req, "event_id", a->val[O_EVENT_ID], err, errlen) < 0) ||
+        (a->val[O_TYPE] && cli_add_str(req, "type", a->val[O_TYPE], err, errlen) < 0) ||
+        (a->val[O_ERROR_CLASS] && cli_add_str(req, "error_class", a->val[O_ERROR_CLASS], err, errlen) < 0) ||
         add_int_opt(a, O_LIMIT, "limit", "--limit", 1, MSGSEL_LIMIT_MAX, req, err, errlen) < 0 ||
         add_int_opt(a, O_AFTER, "after", "--after", 1, INT64_MAX / 2, req, err, errlen) < 0)
         return -1;
@@ -453,22 +453,22 @@ int cli_build_selector(const struct args *a, cJSON *req, char *err, size_t errle
             snprintf(err, errlen, "--until wants epoch milliseconds or a duration like 2h, not '%s'", a->val[O_UNTIL]);
             return -1;
         }
-        if (add_num(req, "until", until, err, errlen) < 0)
+        if (cli_add_num(req, "until", until, err, errlen) < 0)
             return -1;
     }
     if ((a->seen & OB(O_DRY_RUN)) && !cJSON_AddTrueToObject(req, "dry_run"))
-        return oom(err, errlen);
+        return cli_oom(err, errlen);
     if (!a->nrep[R_WHERE])
         return 0;
     if (!(arr = cJSON_AddArrayToObject(req, "where")))
-        return oom(err, errlen);
+        return cli_oom(err, errlen);
     for (i = 0; i < a->nrep[R_WHERE]; i++) {
         cJSON *s;
         if (msgsel_where_split(a->rep[R_WHERE][i], &eq, err, errlen) < 0)
             return -1;
         if (!(s = cJSON_CreateString(a->rep[R_WHERE][i])) || !cJSON_AddItemToArray(arr, s)) {
             cJSON_Delete(s);
-            return oom(err, errlen);
+            return cli_oom(err, errlen);
         }
     }
     return 0;
@@ -494,7 +494,7 @@ int cli_build_requeue(const struct args *a, cJSON *req, struct buf *payload, cha
         size_t n = 0;
         int rc;
         if (!copy)
-            return oom(err, errlen);
+            return cli_oom(err, errlen);
         for (tok = strtok_r(copy, ", ", &save); tok && n < 8; tok = strtok_r(NULL, ", ", &save))
             names[n++] = tok;
         rc = n ? add_str_array(req, "statuses", names, n, err, errlen) : -1;
@@ -511,7 +511,7 @@ int cli_build_requeue(const struct args *a, cJSON *req, struct buf *payload, cha
         }
         return cli_build_get(a, req, payload, err, errlen);
     }
-    if (a->val[O_ENDPOINT] && add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0)
+    if (a->val[O_ENDPOINT] && cli_add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0)
         return -1;
     return cli_build_since(a, req, err, errlen);
 }
@@ -520,7 +520,7 @@ int cli_build_purge(const struct args *a, cJSON *req, struct buf *payload, char 
                        size_t errlen)
 {
     if (cli_build_selector(a, req, err, errlen) < 0 ||
-        (a->val[O_ENDPOINT] && add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0))
+        (a->val[O_ENDPOINT] && cli_add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0))
         return -1;
     return cli_build_since(a, req, err, errlen);
 }
@@ -528,13 +528,13 @@ int cli_build_purge(const struct args *a, cJSON *req, struct buf *payload, char 
 int cli_build_endpoint(const struct args *a, cJSON *req, struct buf *payload, char *err,
                           size_t errlen)
 {
-    return add_str(req, "endpoint", a->pos[0], err, errlen);
+    return cli_add_str(req, "endpoint", a->pos[0], err, errlen);
 }
 
 int cli_build_delete(const struct args *a, cJSON *req, struct buf *payload, char *err,
                         size_t errlen)
 {
-    return add_str(req, "name", a->pos[0], err, errlen);
+    return cli_add_str(req, "name", a->pos[0], err, errlen);
 }
 
 int cli_build_put(const struct args *a, cJSON *req, struct buf *payload, char *err,
@@ -546,10 +546,10 @@ int cli_build_put(const struct args *a, cJSON *req, struct buf *payload, char *e
         snprintf(err, errlen, "endpoint-put needs --url URL");
         return -1;
     }
-    if (add_str(req, "name", a->pos[0], err, errlen) < 0 ||
-        add_str(req, "url", a->val[O_URL], err, errlen) < 0 ||
+    if (cli_add_str(req, "name", a->pos[0], err, errlen) < 0 ||
+        cli_add_str(req, "url", a->val[O_URL], err, errlen) < 0 ||
         add_str_array(req, "secret", a->rep[R_SECRET], a->nrep[R_SECRET], err, errlen) < 0 ||
-        (a->val[O_EVENT_TYPES] && add_str(req, "event_types", a->val[O_EVENT_TYPES], err, errlen) < 0) ||
+        (a->val[O_EVENT_TYPES] && cli_add_str(req, "event_types", a->val[O_EVENT_TYPES], err, errlen) < 0) ||
         add_str_array(req, "header", a->rep[R_HEADER], a->nrep[R_HEADER], err, errlen) < 0)
         return -1;
     for (i = 0; i < a->nrep[R_SET]; i++) {
@@ -567,7 +567,7 @@ int cli_build_put(const struct args *a, cJSON *req, struct buf *payload, char *e
             snprintf(err, errlen, "--set %s: key given twice or reserved", key);
             return -1;
         }
-        if (add_str(req, key, eq + 1, err, errlen) < 0)
+        if (cli_add_str(req, key, eq + 1, err, errlen) < 0)
             return -1;
     }
     return 0;
@@ -582,7 +582,7 @@ int cli_build_dead(const struct args *a, cJSON *req, struct buf *payload, char *
         return 0;
     if (parse_pos_int(a->val[O_HOURS], "--hours", 1, 24 * 3650, &h, err, errlen) < 0)
         return -1;
-    return add_num(req, "hours", h, err, errlen);
+    return cli_add_num(req, "hours", h, err, errlen);
 }
 
 int cli_build_slow(const struct args *a, cJSON *req, struct buf *payload, char *err,
@@ -594,7 +594,7 @@ int cli_build_slow(const struct args *a, cJSON *req, struct buf *payload, char *
         return 0;
     if (parse_pos_int(a->val[O_P95], "--p95-ms", 0, INT64_MAX / 2, &ms, err, errlen) < 0)
         return -1;
-    return add_num(req, "p95_ms", ms, err, errlen);
+    return cli_add_num(req, "p95_ms", ms, err, errlen);
 }
 
 /* Payload bytes go in verbatim (cJSON would round big integers through a
@@ -609,15 +609,15 @@ int cli_assemble(const struct cmd *c, const struct args *a, struct buf *out, cha
     size_t len;
     int rc = -1;
 
-    if (!req || add_str(req, "op", c->op, err, errlen) < 0) {
-        oom(err, errlen);
+    if (!req || cli_add_str(req, "op", c->op, err, errlen) < 0) {
+        cli_oom(err, errlen);
         goto out;
     }
     if (c->build(a, req, &payload, err, errlen) < 0)
         goto out;
     text = cJSON_PrintUnformatted(req);
     if (!text) {
-        oom(err, errlen);
+        cli_oom(err, errlen);
         goto out;
     }
     len = strlen(text);
@@ -631,7 +631,7 @@ int cli_assemble(const struct cmd *c, const struct args *a, struct buf *out, cha
     rc = 0;
     goto out;
 nomem:
-    oom(err, errlen);
+    cli_oom(err, errlen);
 out:
     free(text);
     cJSON_Delete(req);

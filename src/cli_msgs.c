@@ -10,22 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int oom(char *err, size_t errlen)
-{
-    snprintf(err, errlen, "out of memory");
-    return -1;
-}
-
-static int add_str(cJSON *o, const char *k, const char *v, char *err, size_t errlen)
-{
-    return cJSON_AddStringToObject(o, k, v) ? 0 : oom(err, errlen);
-}
-
-static int add_num(cJSON *o, const char *k, int64_t v, char *err, size_t errlen)
-{
-    return cJSON_AddNumberToObject(o, k, (double)v) ? 0 : oom(err, errlen);
-}
-
 /* --status for a search: any of the five statuses, comma separated */
 static int add_status_list(const struct args *a, cJSON *req, char *err, size_t errlen)
 {
@@ -37,13 +21,13 @@ static int add_status_list(const struct args *a, cJSON *req, char *err, size_t e
         return 0;
     if (!(copy = strdup(a->val[O_STATUS])) || !(arr = cJSON_AddArrayToObject(req, "status"))) {
         free(copy);
-        return oom(err, errlen);
+        return cli_oom(err, errlen);
     }
     for (tok = strtok_r(copy, ", ", &save); tok && rc == 0; tok = strtok_r(NULL, ", ", &save)) {
         cJSON *s = cJSON_CreateString(tok);
         if (!s || !cJSON_AddItemToArray(arr, s)) {
             cJSON_Delete(s);
-            rc = oom(err, errlen);
+            rc = cli_oom(err, errlen);
         }
     }
     free(copy);
@@ -58,7 +42,7 @@ int cli_build_messages(const struct args *a, cJSON *req, struct buf *payload, ch
 {
     (void)payload;
     if (cli_build_selector(a, req, err, errlen) < 0 || add_status_list(a, req, err, errlen) < 0 ||
-        (a->val[O_ENDPOINT] && add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0))
+        (a->val[O_ENDPOINT] && cli_add_str(req, "endpoint", a->val[O_ENDPOINT], err, errlen) < 0))
         return -1;
     return cli_build_since(a, req, err, errlen);
 }
@@ -77,7 +61,7 @@ int cli_build_erase(const struct args *a, cJSON *req, struct buf *payload, char 
             snprintf(err, errlen, "ID must be a positive integer, not '%s'", a->pos[0]);
             return -1;
         }
-        return add_num(req, "id", id, err, errlen);
+        return cli_add_num(req, "id", id, err, errlen);
     }
     if (!a->val[O_EVENT_ID] && !a->val[O_SINCE]) {
         snprintf(err, errlen, "erase needs a message ID, --event-id ID, or --since TIME (a window, narrowed by "
