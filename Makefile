@@ -46,6 +46,7 @@ LIB_SRCS := \
 	src/clockstep.c \
 	src/limiter.c \
 	src/slotq.c \
+	src/tlsid.c \
 	src/xfer.c \
 	src/esc.c \
 	src/netshare.c \

@@ -70,6 +70,9 @@ struct ep_request {
     char *raw_allow;         /* {x|raw} macros whose value may hold URL syntax; NULL: none */
     char *source_address;    /* local address to connect from; NULL: [delivery] source_address */
     char *ca_file;           /* CAs trusted for this endpoint alone; NULL: [delivery] ca_file */
+    char *client_cert;       /* mutual TLS: PEM certificate (chain) presented; NULL: none */
+    char *client_key;        /* its PEM private key; set with client_cert (tlsid.h) */
+    char *pinned_pubkey;     /* "sha256//b64;..." (tlsid.h); NULL: no pin */
     char **map_name;         /* nmaps of each (an endpoint per affiliate: */
     char **map_spec;         /* 50,000 of these must stay small) */
     size_t nmaps;

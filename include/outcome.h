@@ -24,7 +24,10 @@ enum errclass {
     ERRC_BODY_MISMATCH,     /* success status without the expected body (retried) */
     ERRC_TEMPLATE_MISSING,  /* a macro had no value and on_missing = fail */
     ERRC_TEMPLATE,          /* a value the request cannot carry: never sent */
-    ERRC_TEMPLATE_UNSAFE    /* a {x|raw} value with URL syntax the endpoint did not allow: never sent */
+    ERRC_TEMPLATE_UNSAFE,   /* a {x|raw} value with URL syntax the endpoint did not allow: never sent */
+    ERRC_TLS_CLIENT_AUTH,   /* the receiver refused or demanded a client certificate, or
+                             * ours could not be loaded (tlsid.h); retried like ERRC_TLS */
+    ERRC_TLS_PIN            /* the receiver's public key matches no pinned_pubkey; retried like ERRC_TLS */
 };
 
 /* Which HTTP statuses count as delivered (an endpoint's success_status):

@@ -31,6 +31,8 @@ struct xfer {
     char *ca_default, *capath_default;  /* libcurl's system store (NULL: none) */
     char ca[512];               /* the CA file the handle is set to ("": the system store) */
     int ca_set;                 /* ca holds it */
+    char *cert, *key, *pins;    /* the client certificate, key and pins the handle
+                                 * is set to (NULL: none; xfer.c's `unknown`: not known) */
     /* headers: three per-attempt nodes in front of the endpoint's fixed
      * ones, so an attempt allocates nothing (curl only reads the list) */
     struct ep_conf *hdr_ep;     /* reference: its address cannot be reused */

@@ -6,6 +6,7 @@
 #include "netpolicy.h"
 #include "opsev.h"
 #include "settings.h"
+#include "tlsid.h"
 #include "tpl.h"
 #include "urlmask.h"
 #include "util.h"
@@ -353,6 +354,11 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
                 snprintf(err, errlen, "%s:%d: [endpoint.%s]: %s", path, at, c->endpoints[i].name, why);
             else
                 snprintf(err, errlen, "%s: [endpoint.%s]: %s", path, c->endpoints[i].name, why);
+            goto fail;
+        }
+        if (c->endpoints[i].rq.client_cert &&
+            tlsid_files_check(c->endpoints[i].rq.client_cert, c->endpoints[i].rq.client_key, why, sizeof why) < 0) {
+            snprintf(err, errlen, "%s: [endpoint.%s]: %s", path, c->endpoints[i].name, why);
             goto fail;
         }
     }

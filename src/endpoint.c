@@ -4,6 +4,7 @@
 #include "filter.h"
 #include "urlmask.h"
 #include "settings.h"
+#include "tlsid.h"
 #include "util.h"
 
 #include <cjson/cJSON.h>
@@ -224,6 +225,8 @@ int endpoint_def_from_json(const cJSON *body, struct ep_def *d, char *err, size_
         }
     }
     if (ep_def_validate(d, err, errlen) < 0)
+        goto fail;
+    if (d->rq.client_cert && tlsid_files_check(d->rq.client_cert, d->rq.client_key, err, errlen) < 0)
         goto fail;
     return 0;
 fail:

@@ -8,6 +8,7 @@
 #include "netpolicy.h"
 #include "outcome.h"
 #include "settings.h"
+#include "tlsid.h"
 #include "tpl.h"
 #include "util.h"
 
@@ -50,6 +51,9 @@ void ep_def_free(struct ep_def *d)
     free(d->rq.raw_allow);
     free(d->rq.source_address);
     free(d->rq.ca_file);
+    free(d->rq.client_cert);
+    free(d->rq.client_key);
+    free(d->rq.pinned_pubkey);
     for (i = 0; i < d->rq.nmaps; i++) {
         free(d->rq.map_name[i]);
         free(d->rq.map_spec[i]);
@@ -143,6 +147,10 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
         dup_opt(&dst->rq.raw_allow, src->rq.raw_allow) < 0 ||
         dup_opt(&dst->rq.source_address, src->rq.source_address) < 0 ||
         dup_opt(&dst->rq.ca_file, src->rq.ca_file) < 0)
+        goto fail;
+    if (dup_opt(&dst->rq.client_cert, src->rq.client_cert) < 0 ||
+        dup_opt(&dst->rq.client_key, src->rq.client_key) < 0 ||
+        dup_opt(&dst->rq.pinned_pubkey, src->rq.pinned_pubkey) < 0)
         goto fail;
     for (i = 0; i < src->rq.nmaps; i++) {
         if (grow_one(&dst->rq.map_name, i) < 0 || grow_one(&dst->rq.map_spec, i) < 0)
@@ -388,6 +396,20 @@ static int request_set(struct ep_request *rq, const char *key, const char *value
         }
         return set_str(&rq->ca_file, value, 4096, err, errlen);
     }
+    if (strcmp(key, "client_cert") == 0 || strcmp(key, "client_key") == 0) {
+        /* the files themselves: tlsid_files_check, where a definition is
+         * taken in (a stored one is not refused for a file gone since) */
+        if (value[0] != '/') {
+            snprintf(err, errlen, "must be an absolute path");
+            return -1;
+        }
+        return set_str(key[7] == 'c' ? &rq->client_cert : &rq->client_key, value, 4096, err, errlen);
+    }
+    if (strcmp(key, "pinned_pubkey") == 0) {
+        if (tlsid_pins_check(value, err, errlen) < 0)
+            return -1;
+        return set_str(&rq->pinned_pubkey, value, TLSID_PINS_MAX, err, errlen);
+    }
     if (strncmp(key, "map.", 4) == 0) {
         struct tpl_map m;
         size_t i;
@@ -454,6 +476,12 @@ void ep_request_each(const struct ep_def *d, void (*fn)(void *ctx, const char *k
         fn(ctx, "source_address", rq->source_address);
     if (rq->ca_file)
         fn(ctx, "ca_file", rq->ca_file);
+    if (rq->client_cert)
+        fn(ctx, "client_cert", rq->client_cert);
+    if (rq->client_key)
+        fn(ctx, "client_key", rq->client_key);
+    if (rq->pinned_pubkey)
+        fn(ctx, "pinned_pubkey", rq->pinned_pubkey);
     for (i = 0; i < rq->nmaps; i++) {
         snprintf(key, sizeof key, "map.%s", rq->map_name[i]);
         fn(ctx, key, rq->map_spec[i]);
@@ -609,6 +637,11 @@ static int ep_request_validate(const struct ep_def *d, char *err, size_t errlen)
     }
     if (rq->sign == EP_SIGN_HUB && d->nsecrets == 0) {
         snprintf(err, errlen, "sign: hub signs with the endpoint's secret: set secret (or sign = none)");
+        return -1;
+    }
+    if (!rq->client_cert != !rq->client_key) {
+        snprintf(err, errlen, "%s: set client_cert and client_key together (mutual TLS needs both)",
+                 rq->client_cert ? "client_key" : "client_cert");
         return -1;
     }
     if (rq->method == EP_GET && (rq->body == EP_BODY_JSON || rq->body == EP_BODY_FORM)) {

@@ -20,6 +20,10 @@ enum outcome outcome_classify(int http_status, enum errclass errc)
         case ERRC_DNS:
         case ERRC_CONNECT:
         case ERRC_TLS:
+        case ERRC_TLS_CLIENT_AUTH:
+        case ERRC_TLS_PIN:
+            /* Like a certificate the trust store refuses: a configuration
+             * on one side or the other, fixed while the retries run. */
         case ERRC_TIMEOUT:
         case ERRC_IO:
         case ERRC_INTERNAL:
@@ -50,6 +54,10 @@ enum outcome outcome_classify(int http_status, enum errclass errc)
 enum outcome outcome_classify_ok(int http_status, enum errclass errc, const struct outcome_ok *ok)
 {
     if (http_status > 0 && errc == ERRC_BODY_MISMATCH)
+        return OUTCOME_RETRY;
+    /* a receiver's HTTP answer to a missing or refused client certificate
+     * (nginx's 400) means what the same refusal as a TLS alert means */
+    if (http_status > 0 && errc == ERRC_TLS_CLIENT_AUTH)
         return OUTCOME_RETRY;
     if (!ok)
         return outcome_classify(http_status, errc);
@@ -132,7 +140,6 @@ enum errclass outcome_errclass_from_curl(int curlcode)
     case CURLE_PEER_FAILED_VERIFICATION: /* also CURLE_SSL_CACERT */
     case CURLE_SSL_ENGINE_NOTFOUND:
     case CURLE_SSL_ENGINE_SETFAILED:
-    case CURLE_SSL_CERTPROBLEM:
     case CURLE_SSL_CIPHER:
     case CURLE_USE_SSL_FAILED:
     case CURLE_SSL_ENGINE_INITFAILED:
@@ -140,10 +147,18 @@ enum errclass outcome_errclass_from_curl(int curlcode)
     case CURLE_SSL_SHUTDOWN_FAILED:
     case CURLE_SSL_CRL_BADFILE:
     case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
     case CURLE_SSL_INVALIDCERTSTATUS:
-    case CURLE_SSL_CLIENTCERT:
         return ERRC_TLS;
+
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+        return ERRC_TLS_PIN;
+
+    /* our certificate or key could not be loaded (a file gone since it
+     * was checked), or the receiver asked for one (curl on OpenSSL: TLS
+     * 1.3's certificate_required during the handshake) */
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CLIENTCERT:
+        return ERRC_TLS_CLIENT_AUTH;
 
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR:
@@ -206,6 +221,8 @@ const char *errclass_name(enum errclass e)
     case ERRC_TEMPLATE_MISSING: return "template_missing";
     case ERRC_TEMPLATE: return "template_error";
     case ERRC_TEMPLATE_UNSAFE: return "template_unsafe";
+    case ERRC_TLS_CLIENT_AUTH: return "tls_client_auth";
+    case ERRC_TLS_PIN: return "tls_pin";
     }
     return "unknown";
 }
@@ -214,6 +231,8 @@ void outcome_error_class(int http_status, enum errclass e, char *out, size_t n)
 {
     if (e == ERRC_BODY_MISMATCH)
         snprintf(out, n, "body_mismatch");
+    else if (e == ERRC_TLS_CLIENT_AUTH)
+        snprintf(out, n, "tls_client_auth");
     else if (http_status > 0)
         snprintf(out, n, "http_%d", http_status);
     else

@@ -3,6 +3,7 @@
 #include "netshare.h"
 #include "outcome.h"
 #include "retry_after.h"
+#include "tlsid.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,6 +217,35 @@ static void source_address(struct xfer *x, const char *addr)
     curl_easy_setopt(x->easy, CURLOPT_INTERFACE, *addr ? v : NULL);
 }
 
+/* What a handle's TLS identity option is set to when it is not known
+ * (a new handle, or a copy that could not be made): set next time. */
+static char unknown[1];
+
+/* One TLS identity option (client certificate, key, pins), set only when
+ * it changes: libcurl keeps connections and TLS sessions apart per
+ * client certificate and pin, and reuses them while a handle's stay. */
+static void tls_opt(struct xfer *x, CURLoption o, char **have, const char *want)
+{
+    if (*have != unknown && (*have == want || (*have && want && strcmp(*have, want) == 0)))
+        return;
+    if (*have != unknown)
+        free(*have);
+    *have = want ? strdup(want) : NULL;
+    if (want && !*have)
+        *have = unknown;
+    curl_easy_setopt(x->easy, o, want);
+}
+
+/* Mutual TLS and public-key pins: the endpoint's client_cert and
+ * client_key (PEM; checked when the endpoint was defined, so a file gone
+ * since fails the attempt as tls_client_auth) and pinned_pubkey. */
+static void identity(struct xfer *x, const struct ep_request *rq)
+{
+    tls_opt(x, CURLOPT_SSLCERT, &x->cert, rq->client_cert);
+    tls_opt(x, CURLOPT_SSLKEY, &x->key, rq->client_key);
+    tls_opt(x, CURLOPT_PINNEDPUBLICKEY, &x->pins, rq->pinned_pubkey);
+}
+
 struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct netshare *ns)
 {
     struct xfer *x = calloc(1, sizeof *x);
@@ -230,6 +260,7 @@ struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct
     }
     x->np = np;
     x->ns = ns;
+    x->cert = x->key = x->pins = unknown;
     x->src_global = c->source_address && *c->source_address ? c->source_address : NULL;
     x->ca_global = c->ca_file && *c->ca_file ? c->ca_file : NULL;
     /* what never changes between attempts is set once per handle */
@@ -315,6 +346,12 @@ void xfer_destroy(struct xfer *x)
     postback_req_free(&x->rq);
     free(x->ca_default);
     free(x->capath_default);
+    if (x->cert != unknown)
+        free(x->cert);
+    if (x->key != unknown)
+        free(x->key);
+    if (x->pins != unknown)
+        free(x->pins);
     free(x);
 }
 
@@ -358,6 +395,7 @@ int xfer_prepare(struct xfer *x, struct djob *j)
     curl_easy_setopt(h, CURLOPT_URL, url);
     source_address(x, e->def.rq.source_address ? e->def.rq.source_address : x->src_global);
     trust(x, e->def.rq.ca_file ? e->def.rq.ca_file : x->ca_global);
+    identity(x, &e->def.rq);
     if (x->ns) {
         /* the host's TLS sessions and addresses, whichever thread and
          * handle connected last (a handle between transfers may switch) */
@@ -434,6 +472,7 @@ void xfer_result(struct xfer *x, CURLcode rc)
             x->snippet[x->snip_len] = '\0';
             util_printable(x->snippet);
             util_strlcpy(j->error, x->snippet, 121);
+            j->errc = tlsid_refine(ERRC_NONE, (int)status, x->snippet);
         }
     } else if (x->blocked) {
         j->http_status = 0;
@@ -442,7 +481,7 @@ void xfer_result(struct xfer *x, CURLcode rc)
                  x->block_reason ? x->block_reason : "blocked");
     } else {
         j->http_status = 0;
-        j->errc = outcome_errclass_from_curl((int)rc);
+        j->errc = tlsid_refine(outcome_errclass_from_curl((int)rc), 0, x->errbuf);
         /* timeouts and refused connects: curl's detail carries elapsed
          * times and byte counts, which would make every dead letter's
          * error unique; the dead-letter analysis groups by this text */

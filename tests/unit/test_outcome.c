@@ -94,6 +94,12 @@ static void test_no_response(void **state)
     assert_int_equal(outcome_classify(0, ERRC_INTERNAL), OUTCOME_RETRY);
     assert_int_equal(outcome_classify(0, ERRC_BLOCKED), OUTCOME_DEAD);
     assert_int_equal(outcome_classify(0, ERRC_NONE), OUTCOME_RETRY);
+    /* client certificate and pin failures: retried like other TLS ones */
+    assert_int_equal(outcome_classify(0, ERRC_TLS_CLIENT_AUTH), OUTCOME_RETRY);
+    assert_int_equal(outcome_classify(0, ERRC_TLS_PIN), OUTCOME_RETRY);
+    /* nginx's 400 for a missing client certificate means the same */
+    assert_int_equal(outcome_classify_ok(400, ERRC_TLS_CLIENT_AUTH, NULL), OUTCOME_RETRY);
+    assert_int_equal(outcome_classify_ok(400, ERRC_NONE, NULL), OUTCOME_DEAD);
 }
 
 /* CURLcode numbers are written as literals (from curl.h's comments, which
@@ -109,16 +115,16 @@ static void test_curl_codes(void **state)
         { 7,  ERRC_CONNECT },   /* COULDNT_CONNECT */
         { 28, ERRC_TIMEOUT },   /* OPERATION_TIMEDOUT */
         { 35, ERRC_TLS },       /* SSL_CONNECT_ERROR */
-        { 58, ERRC_TLS },       /* SSL_CERTPROBLEM */
+        { 58, ERRC_TLS_CLIENT_AUTH }, /* SSL_CERTPROBLEM: our certificate or key */
         { 59, ERRC_TLS },       /* SSL_CIPHER */
         { 60, ERRC_TLS },       /* PEER_FAILED_VERIFICATION == SSL_CACERT */
         { 64, ERRC_TLS },       /* USE_SSL_FAILED */
         { 77, ERRC_TLS },       /* SSL_CACERT_BADFILE */
         { 80, ERRC_TLS },       /* SSL_SHUTDOWN_FAILED */
         { 83, ERRC_TLS },       /* SSL_ISSUER_ERROR */
-        { 90, ERRC_TLS },       /* SSL_PINNEDPUBKEYNOTMATCH */
+        { 90, ERRC_TLS_PIN },   /* SSL_PINNEDPUBKEYNOTMATCH */
         { 91, ERRC_TLS },       /* SSL_INVALIDCERTSTATUS */
-        { 98, ERRC_TLS },       /* SSL_CLIENTCERT */
+        { 98, ERRC_TLS_CLIENT_AUTH }, /* SSL_CLIENTCERT: the receiver wants one */
         { 8,  ERRC_IO },        /* WEIRD_SERVER_REPLY */
         { 16, ERRC_IO },        /* HTTP2 */
         { 18, ERRC_IO },        /* PARTIAL_FILE */
@@ -183,6 +189,12 @@ static void test_names(void **state)
         assert_string_equal(c, "ssrf_blocked");
         outcome_error_class(0, ERRC_NONE, c, sizeof c);
         assert_string_equal(c, "no_response");
+        outcome_error_class(0, ERRC_TLS_PIN, c, sizeof c);
+        assert_string_equal(c, "tls_pin");
+        outcome_error_class(0, ERRC_TLS_CLIENT_AUTH, c, sizeof c);
+        assert_string_equal(c, "tls_client_auth");
+        outcome_error_class(400, ERRC_TLS_CLIENT_AUTH, c, sizeof c);
+        assert_string_equal(c, "tls_client_auth");
     }
     /* Enum values the header fixes (stored in the database). */
     assert_int_equal(OUTCOME_DELIVERED, 0);
