@@ -157,7 +157,8 @@ struct col {
     const char *hdr;
     const char *key;
     const char *sub;   /* the item's object holding key, or NULL */
-    char kind;         /* 'v' value, 'm' milliseconds, 't' time, '#' row number, 'd' attempt detail */
+    char kind;         /* 'v' value, 'm' milliseconds, 't' time, '#' row number, 'd' attempt detail,
+                        * 'T' an endpoint's client certificate and pins */
     size_t maxw;       /* cut longer values (0: no limit); --json has them whole */
 };
 
@@ -178,6 +179,16 @@ static void fmt_detail(const cJSON *attempt, char *out, size_t n)
         return;
     }
     cli_fmt_val(d, out, n);
+}
+
+/* An endpoint's TLS identity at a glance: "mtls" (a client certificate),
+ * "pin", both, or "-"; the paths are in --json's settings. */
+static void fmt_tlsid(const cJSON *ep, char *out, size_t n)
+{
+    const cJSON *s = cli_jget(ep, "settings");
+    int cert = cli_jget(s, "client_cert") != NULL, pin = cli_jget(s, "pinned_pubkey") != NULL;
+
+    snprintf(out, n, "%s", cert && pin ? "mtls+pin" : cert ? "mtls" : pin ? "pin" : "-");
 }
 
 static void fmt_kind(char kind, const cJSON *x, char *out, size_t n)
@@ -213,6 +224,8 @@ static void print_list(const cJSON *arr, const struct col *cols, size_t ncols)
                 snprintf(cells[i], sizeof cells[i], "%d", n);
             else if (c->kind == 'd')
                 fmt_detail(it, cells[i], sizeof cells[i]);
+            else if (c->kind == 'T')
+                fmt_tlsid(it, cells[i], sizeof cells[i]);
             else
                 fmt_kind(c->kind, x, cells[i], sizeof cells[i]);
             if (c->maxw > 3 && c->maxw < sizeof cells[i] && strlen(cells[i]) > c->maxw) {
@@ -400,6 +413,7 @@ void cli_show_endpoints(const cJSON *r, const struct args *a)
         {"LIMIT", "concurrency_limit", NULL, 'v', 0},
         {"DEAD", "dead_letter", "queue", 'v', 0},
         {"STATUS", "status", NULL, 'v', 0},
+        {"TLS", NULL, NULL, 'T', 0},
         {"URL", "url", NULL, 'v', 0},
     };
     const cJSON *eps = cli_jget(r, "endpoints");
