@@ -108,13 +108,15 @@ def test_client_certificate_delivers(hookd, mtls, pki):
     """The right certificate: delivered, nginx saw it verified; without
     one and with one from a CA the receiver does not trust:
     tls_client_auth, dead-lettered after the endpoint's attempts (retried
-    like any TLS failure)."""
+    like any TLS failure). One delivery thread, one host: its handle
+    switches certificates, and never sends one endpoint's request over a
+    connection made with another's certificate."""
     srv = mtls()
     d = hookd(endpoints={"good": mtls_ep(srv.url("localhost", "/good"), pki),
                          "none": tls_ep(srv.url("localhost", "/none")),
                          "rogue": mtls_ep(srv.url("localhost", "/rogue"), pki, "rogue"),
                          "twice": dict(tls_ep(srv.url("localhost", "/twice")), max_attempts=2)},
-              sections=tls_sections(pki))
+              sections=tls_sections(pki, workers=1))
     row, _ = deliver_one(d, "good")
     assert row["status"] == "delivered", (row, d.log()[-2000:])
     assert srv.clients() == ["/good SUCCESS CN=hookd client"], srv.clients()
@@ -132,6 +134,7 @@ def test_client_certificate_delivers(hookd, mtls, pki):
     row, _ = deliver_one(d, "good")
     assert row["status"] == "delivered", row
     assert tls_column(d) == {"good": "mtls", "none": "-", "rogue": "mtls", "twice": "-"}
+    assert [l.split()[:2] for l in srv.clients() if l.startswith("/good")] == [["/good", "SUCCESS"]] * 2
 
 
 def test_key_file_gone_later(hookd, mtls, pki, tmp_path):
