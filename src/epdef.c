@@ -403,7 +403,8 @@ static int request_set(struct ep_request *rq, const char *key, const char *value
             snprintf(err, errlen, "must be an absolute path");
             return -1;
         }
-        return set_str(key[7] == 'c' ? &rq->client_cert : &rq->client_key, value, 4096, err, errlen);
+        return set_str(strcmp(key, "client_cert") == 0 ? &rq->client_cert : &rq->client_key, value, 4096, err,
+                       errlen);
     }
     if (strcmp(key, "pinned_pubkey") == 0) {
         if (tlsid_pins_check(value, err, errlen) < 0)
