@@ -91,6 +91,7 @@ LIB_SRCS := \
 	src/deliver.c \
 	src/climit.c \
 	src/ctlsock.c \
+	src/cpeer.c \
 	src/conns.c \
 	src/server.c \
 	src/client.c \
