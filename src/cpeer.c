@@ -178,10 +178,9 @@ unsigned cpeer_account(struct cpeer *p, size_t before, size_t now)
     int closed;
 
     p->bytes = p->bytes - before + now;
-    if (!p->admin)
-        P.bytes = P.bytes - before + now;
     if (p->admin)
-        return 0;
+        return 0;   /* held to the per-connection budget only */
+    P.bytes = P.bytes - before + now;
     closed = climit_gate(P.lim->user_memory, p->closed, p->bytes);
     if (closed != p->closed) {
         p->closed = closed;
