@@ -73,7 +73,7 @@ LIB_SRCS := \
 	src/store_sqlite_endpoint.c \
 	src/store_sqlite_read.c \
 	$(if $(filter 1,$(WITH_PG)),src/store_pg_sql.c src/store_pg_conn.c src/store_pg.c src/store_pg_queue.c \
-	  src/store_pg_endpoint.c src/store_pg_read.c src/store_pg_node.c src/store_pg_watch.c) \
+	  src/store_pg_admin.c src/store_pg_endpoint.c src/store_pg_read.c src/store_pg_node.c src/store_pg_watch.c) \
 	src/store_open.c \
 	src/msgsel.c \
 	src/store_seal.c \
@@ -92,6 +92,7 @@ LIB_SRCS := \
 	src/deliver.c \
 	src/climit.c \
 	src/ctlsock.c \
+	src/cpeer.c \
 	src/conns.c \
 	src/server.c \
 	src/client.c \

@@ -1,6 +1,7 @@
 /* climit.h - the control socket's limits on its clients: who may take a
  * connection slot, how much memory a connection and a user may hold, and
- * when a connection has overstayed. The pure rules; server.c applies them.
+ * when a connection has overstayed. The pure rules; conns.c and cpeer.c
+ * apply them.
  *
  * Local clients are not trusted: one account (a non-admin uid) can hold
  * at most max_clients_per_user connections and user_memory bytes, so it
@@ -19,7 +20,7 @@ struct climit {
     int64_t max_clients;
     int64_t per_user;       /* connections of one non-admin uid */
     int64_t reserve;        /* slots only admins may take */
-    size_t client_memory;   /* per connection, see server.c */
+    size_t client_memory;   /* per connection, see conns.c */
     size_t user_memory;     /* per non-admin uid */
     size_t clients_memory;  /* all non-admin uids together */
     int64_t idle_ms, line_ms, send_ms;   /* 0: no such timeout */

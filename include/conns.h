@@ -1,6 +1,7 @@
 /* conns.h - the control socket's connections (see conns.c): read within
  * their budgets, requests handed to the writer or the reader, replies
- * written in request order, admission and timeouts by climit.h.
+ * written in request order, timeouts by climit.h; admission and the
+ * users' memory gates by cpeer.h.
  *
  * Driven by the server's event loop, one turn at a time:
  *     wait = conns_wait_ms(now); epoll_wait(...);

@@ -23,7 +23,8 @@
  * Files: store_pg.c (schema, transactions, the ops table, open),
  * store_pg_conn.c (connecting, reconnects, statements, pipelines, errors),
  * store_pg_sql.c (the statements and the parameter and column helpers),
- * store_pg_queue.c (enqueue, claim, settle, admin, retention, import),
+ * store_pg_queue.c (enqueue, claim, settle: the hot path), store_pg_admin.c
+ * (recovery, clock steps, requeue, purge, erase, retention, import),
  * store_pg_endpoint.c (endpoints and their health), store_pg_read.c
  * (the reader's queries), store_pg_node.c (nodes: registration,
  * heartbeat, takeover, lead), store_pg_watch.c (LISTEN/NOTIFY). Only these

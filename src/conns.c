@@ -1,11 +1,12 @@
 /* conns.c - the control socket's connections: each one's requests read
  * line by line within its budgets and handed to the writer or the reader,
- * its replies written in request order, who may connect and for how long
- * (climit.h). Called from the server's event loop only; the loop owns
- * the epoll set and the threads. */
+ * its replies written in request order, each its share of the loop turn,
+ * and the ones that overstayed (climit.h) closed. Who may connect and the
+ * users' memory gates are cpeer.c's. Called from the server's event loop
+ * only; the loop owns the epoll set and the threads. */
 #include "conns.h"
 #include "climit.h"
-#include "ctlsock.h"
+#include "cpeer.h"
 #include "log.h"
 #include "proto.h"
 #include "reader.h"
@@ -15,7 +16,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -29,23 +29,12 @@
 #define LONG_LINE (64 << 10)    /* lines longer are parsed one per loop turn */
 #define WRITER_RESERVE 512      /* bytes set aside for an enqueue's or admin op's reply */
 
-/* One uid's connections and the bytes they hold (struct climit). */
-struct peer {
-    uid_t uid;
-    int admin;                /* not held to the per-user limits */
-    int closed;               /* over user_memory: none of its connections reads */
-    size_t nconns;
-    size_t bytes;
-    struct conn *conns;       /* linked by peer_next */
-    struct peer *next;
-};
-
 struct conn {
     int fd;
     uid_t uid;
     pid_t pid;
     int admin;
-    struct peer *peer;
+    struct cpeer *peer;
     struct buf in;            /* a partial line, or lines held back by the budget */
     size_t in_scanned;        /* bytes at the front of in known to hold no newline */
     struct buf out;
@@ -56,7 +45,7 @@ struct conn {
     size_t pending;           /* requests not yet written (incl. in threads) */
     size_t held;              /* bytes of the requests in the FIFO (req.held) */
     size_t reserved;          /* bytes set aside for replies to come (req.reserve) */
-    size_t counted;           /* bytes counted in peer->bytes */
+    size_t counted;           /* bytes counted in the peer's (cpeer_account) */
     int eof;                  /* peer finished sending */
     int hup;                  /* peer gone */
     int dead;                 /* fd closed; freed when pending reaches 0 */
@@ -68,7 +57,6 @@ struct conn {
     int long_queued;          /* on S.long_head: a long line waits for its turn */
     int64_t active_ms, line_ms, out_ms;   /* struct climit_conn */
     struct conn *prev, *next; /* all live connections */
-    struct conn *peer_next;   /* the peer's connections */
     struct conn *dirty;       /* to be serviced at the end of the loop turn */
     struct conn *long_next;   /* S.long_head's order */
     struct conn *grave;       /* dead ones waiting to be freed */
@@ -82,58 +70,16 @@ static struct {
     struct writer *w;
     struct reader *rd;
     int ep;
-    int spare_fd;             /* given up to accept and refuse when out of descriptors */
     struct conn *conns;
     struct conn *dirty;       /* connections to service this turn */
     struct conn *grave;       /* freed at the end of a loop turn */
-    struct peer *peers;
-    size_t nconns;
-    size_t bytes;             /* held by non-admin connections */
-    int closed;               /* over clients_memory: no non-admin connection reads */
     int64_t now;              /* monotonic ms of this loop turn */
     int long_lines;           /* lines over LONG_LINE handled this turn */
     struct conn *long_head, *long_tail;   /* waiting to handle a long line, in order */
     unsigned heavy_turn;      /* rotates who reads first inside long lines */
     int64_t sweep_every, next_sweep;
-    uint64_t refused[4], expired[4];   /* since the last log line (enum climit_*) */
-    unsigned forbidden_logged;         /* forbidden lines logged since the last sweep */
-    uint64_t forbidden_quiet;          /* and not logged */
     int shutting_down;
 } S;
-
-/* ---- peers: one per uid with connections ---- */
-
-static struct peer *peer_get(uid_t uid, int admin)
-{
-    struct peer *p;
-
-    /* keyed by admin too: with admin_groups the same uid can connect
-     * with a group that makes it an admin and with one that does not */
-    for (p = S.peers; p; p = p->next)
-        if (p->uid == uid && p->admin == admin)
-            return p;
-    if (!(p = calloc(1, sizeof *p)))
-        return NULL;
-    p->uid = uid;
-    p->admin = admin;
-    p->next = S.peers;
-    S.peers = p;
-    return p;
-}
-
-static void peer_put(struct peer *p)
-{
-    struct peer **pp;
-
-    if (p->nconns)
-        return;
-    for (pp = &S.peers; *pp; pp = &(*pp)->next)
-        if (*pp == p) {
-            *pp = p->next;
-            break;
-        }
-    free(p);
-}
 
 /* ---- connections ---- */
 
@@ -227,7 +173,7 @@ static int conn_over_budget(const struct conn *c)
 /* May the connection take in more: read, or handle a line it holds? */
 static int conn_open(const struct conn *c)
 {
-    return !c->dead && !c->eof && !conn_over_budget(c) && !c->peer->closed && (c->admin || !S.closed);
+    return !c->dead && !c->eof && !conn_over_budget(c) && cpeer_open(c->peer);
 }
 
 static void conn_update_events(struct conn *c)
@@ -259,45 +205,34 @@ static void conn_update_events(struct conn *c)
     c->events = ev.events;
 }
 
-/* Bring the uid's count of bytes up to date; open or close its gate. */
+/* Bring the uid's count of bytes up to date; the connections behind a
+ * gate that moved stop reading, or read and handle what they hold. */
 static void conn_account(struct conn *c)
 {
-    struct peer *p = c->peer;
+    struct cpeer *p = c->peer;
     size_t now;
-    int closed;
+    unsigned moved;
     struct conn *o;
 
     if (c->dead)
         return;
     now = c->in.len + (c->out.len - c->out_off) + c->held;
-    p->bytes = p->bytes - c->counted + now;
-    if (!p->admin)
-        S.bytes = S.bytes - c->counted + now;
+    moved = cpeer_account(p, c->counted, now);
     c->counted = now;
-    if (p->admin)
-        return;
-    closed = climit_gate(S.lim_conn.user_memory, p->closed, p->bytes);
-    if (closed != p->closed) {
-        p->closed = closed;
-        for (o = p->conns; o; o = o->peer_next)
-            conn_mark(o);   /* stop reading, or read and handle what is held */
-    }
-    closed = climit_gate(S.lim_conn.clients_memory, S.closed, S.bytes);
-    if (closed != S.closed) {
-        S.closed = closed;
-        if (closed)
-            log_warn("clients_memory_full", "bytes=%zu clients=%zu note=\"non-admin connections are not read until "
-                     "it drains\"", S.bytes, S.nconns);
+    /* S.conns is newest first, as a peer's own list was: its connections
+     * are marked in the order they always were */
+    if (moved & CPEER_USER_GATE)
+        for (o = S.conns; o; o = o->next)
+            if (o->peer == p)
+                conn_mark(o);
+    if (moved & CPEER_ALL_GATE)
         for (o = S.conns; o; o = o->next)
             if (!o->admin)
                 conn_mark(o);
-    }
 }
 
 static void conn_close(struct conn *c)
 {
-    struct conn **pp;
-
     if (c->dead)
         return;
     if (c->registered)
@@ -311,18 +246,8 @@ static void conn_close(struct conn *c)
         S.conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    S.nconns--;
-    c->peer->bytes -= c->counted;
-    if (!c->peer->admin)
-        S.bytes -= c->counted;
+    cpeer_leave(c->peer, c->counted);
     c->counted = 0;
-    for (pp = &c->peer->conns; *pp; pp = &(*pp)->peer_next)
-        if (*pp == c) {
-            *pp = c->peer_next;
-            break;
-        }
-    c->peer->nconns--;
-    peer_put(c->peer);
     c->peer = NULL;
     buf_free(&c->in);
     buf_free(&c->out);
@@ -447,14 +372,7 @@ static void handle_line(struct conn *c, const char *line, size_t len)
         return;
     }
     if (r->p.admin_only && !c->admin) {
-        /* a client pipelining forbidden requests must not flood the log:
-         * a few lines per sweep, the rest counted in the next one */
-        if (S.forbidden_logged < 10) {
-            S.forbidden_logged++;
-            log_warn("forbidden", "op=%s uid=%u pid=%d", proto_op_name(r->p.op), (unsigned)c->uid, (int)c->pid);
-        } else {
-            S.forbidden_quiet++;
-        }
+        cpeer_forbidden(proto_op_name(r->p.op), c->uid, c->pid);
         req_error(r, PERR_FORBIDDEN, "op '%s' needs an admin peer (uid 0, hookd's uid, or [server] admin_uids/admin_groups)",
                   proto_op_name(r->p.op));
         req_settle(c, r);
@@ -623,18 +541,6 @@ static void conn_service(struct conn *c)
     conn_update_events(c);
 }
 
-static void refuse(int fd, enum climit_refusal why)
-{
-    char msg[256];
-    int n = snprintf(msg, sizeof msg, "{\"ok\":false,\"error\":{\"code\":\"" PERR_BUSY "\",\"message\":\"%s\"}}\n",
-                     climit_refusal_text(why));
-
-    if (n > 0 && send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-        (void)0;
-    close(fd);
-    S.refused[why]++;
-}
-
 static void do_accept(int lfd)
 {
     int i;
@@ -642,46 +548,18 @@ static void do_accept(int lfd)
     /* a bounded number per turn: a flood of connections waits its turn */
     for (i = 0; i < 64; i++) {
         struct ucred cr;
-        socklen_t crl = sizeof cr;
         struct epoll_event ev = {0};
         struct conn *c;
-        struct peer *p;
-        enum climit_refusal why;
-        int admin, fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct cpeer *p;
+        int admin, fd = cpeer_accept(lfd, &p, &cr, &admin);
 
-        if (fd < 0) {
-            if (errno == EINTR)
-                continue;
-            if ((errno == EMFILE || errno == ENFILE) && S.spare_fd >= 0) {
-                /* out of descriptors: the waiting client is told so
-                 * rather than left to spin the loop */
-                close(S.spare_fd);
-                fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-                if (fd >= 0)
-                    refuse(fd, CLIMIT_FULL);
-                S.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                continue;
-            }
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                log_warn("accept_failed", "err=\"%s\"", strerror(errno));
+        if (fd == CPEER_AGAIN)
+            continue;
+        if (fd < 0)
             return;
-        }
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0) {
-            close(fd);
-            continue;
-        }
-        /* credentials first: the admins' slots and each user's share are
-         * decided by who is asking */
-        admin = ctlsock_peer_is_admin(S.c, cr.uid, cr.gid);
-        p = peer_get(cr.uid, admin);
-        if (!p) {
-            close(fd);
-            continue;
-        }
-        why = climit_admit(&S.lim_conn, (int64_t)S.nconns, (int64_t)p->nconns, admin);
-        if (why != CLIMIT_ADMIT || !(c = calloc(1, sizeof *c))) {
-            refuse(fd, why != CLIMIT_ADMIT ? why : CLIMIT_FULL);
-            peer_put(p);
+        if (!(c = calloc(1, sizeof *c))) {
+            cpeer_refuse(fd, CLIMIT_FULL);
+            cpeer_put(p);
             continue;
         }
         c->fd = fd;
@@ -695,7 +573,7 @@ static void do_accept(int lfd)
         if (epoll_ctl(S.ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
             close(fd);
             free(c);
-            peer_put(p);
+            cpeer_put(p);
             continue;
         }
         c->registered = 1;
@@ -703,11 +581,8 @@ static void do_accept(int lfd)
         if (S.conns)
             S.conns->prev = c;
         S.conns = c;
-        S.nconns++;
-        c->peer_next = p->conns;
-        p->conns = c;
-        p->nconns++;
-        if (p->closed)
+        cpeer_join(p);
+        if (cpeer_user_closed(p))
             conn_mark(c);   /* its user is over budget: not read for now */
     }
 }
@@ -717,7 +592,6 @@ static void do_accept(int lfd)
 static void sweep(void)
 {
     struct conn *c, *next;
-    int i, any = 0;
 
     for (c = S.conns; c; c = next) {
         struct climit_conn t = {c->active_ms, c->line_ms, c->out_ms,
@@ -725,27 +599,11 @@ static void sweep(void)
         enum climit_expiry e = climit_expired(&S.lim_conn, &t, S.now);
         next = c->next;
         if (e != CLIMIT_LIVE) {
-            S.expired[e]++;
+            cpeer_expired(e);
             conn_close(c);
         }
     }
-    if (S.forbidden_quiet)
-        log_warn("forbidden", "suppressed=%llu note=\"more admin requests from non-admin peers than are logged\"",
-                 (unsigned long long)S.forbidden_quiet);
-    S.forbidden_logged = 0;
-    S.forbidden_quiet = 0;
-    for (i = 0; i < 4; i++)
-        any |= S.expired[i] || S.refused[i];
-    if (!any)
-        return;
-    log_warn("clients_dropped",
-             "idle=%llu partial_line=%llu not_reading=%llu refused_full=%llu refused_reserved=%llu refused_user=%llu "
-             "clients=%zu",
-             (unsigned long long)S.expired[CLIMIT_IDLE], (unsigned long long)S.expired[CLIMIT_LINE],
-             (unsigned long long)S.expired[CLIMIT_SEND], (unsigned long long)S.refused[CLIMIT_FULL],
-             (unsigned long long)S.refused[CLIMIT_RESERVED], (unsigned long long)S.refused[CLIMIT_USER], S.nconns);
-    memset(S.expired, 0, sizeof S.expired);
-    memset(S.refused, 0, sizeof S.refused);
+    cpeer_sweep_log();
 }
 
 /* A request came back from a thread (through the server's completion
@@ -773,21 +631,18 @@ int conns_init(const struct config *c, int ep, const struct req_port *port, stru
     S.w = w;
     S.rd = rd;
     S.ep = ep;
-    S.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     /* without timeouts the sweep still logs the refused clients */
     S.sweep_every = climit_sweep_ms(&S.lim_conn);
     if (S.sweep_every < 0)
         S.sweep_every = 1000;
     S.now = util_mono_ms();
     S.next_sweep = S.now + S.sweep_every;
-    return S.spare_fd < 0 ? -1 : 0;
+    return cpeer_init(c, &S.lim_conn);
 }
 
 void conns_free(void)
 {
-    if (S.spare_fd >= 0)
-        close(S.spare_fd);
-    S.spare_fd = -1;
+    cpeer_free();
 }
 
 void conns_shutting_down(void)

@@ -2,8 +2,9 @@
  * of the control socket (no thread per client); requests go to the writer
  * (enqueue, admin) or the reader (queries) and their replies come back
  * through a completion list and an eventfd, written in request order.
- * The connections themselves (budgets, admission, timeouts) are conns.c;
- * this file starts and stops the threads and runs the loop. */
+ * The connections themselves (budgets, timeouts) are conns.c, who may
+ * connect and the users' memory gates cpeer.c; this file starts and
+ * stops the threads and runs the loop. */
 #include "server.h"
 #include "conns.h"
 #include "cron.h"
