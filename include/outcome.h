@@ -24,7 +24,8 @@ enum errclass {
     ERRC_BODY_MISMATCH,     /* success status without the expected body (retried) */
     ERRC_TEMPLATE_MISSING,  /* a macro had no value and on_missing = fail */
     ERRC_TEMPLATE,          /* a value the request cannot carry: never sent */
-    ERRC_TEMPLATE_UNSAFE    /* a {x|raw} value with URL syntax the endpoint did not allow: never sent */
+    ERRC_TEMPLATE_UNSAFE,   /* a {x|raw} value with URL syntax the endpoint did not allow: never sent */
+    ERRC_PROXY              /* the endpoint's proxy unreachable, or it refused the CONNECT (retried) */
 };
 
 /* Which HTTP statuses count as delivered (an endpoint's success_status):

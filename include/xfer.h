@@ -14,6 +14,7 @@
 #include "deliver.h"
 #include "netpolicy.h"
 #include "postback.h"
+#include "proxy.h"
 #include "proto.h"
 #include "sign.h"
 #include "util.h"
@@ -31,6 +32,9 @@ struct xfer {
     char *ca_default, *capath_default;  /* libcurl's system store (NULL: none) */
     char ca[512];               /* the CA file the handle is set to ("": the system store) */
     int ca_set;                 /* ca holds it */
+    char proxy[PROXY_URL_MAX];  /* the proxy the handle is set to, credentials and all ("": none) */
+    char connect_to[80];        /* the attempt's CONNECT target, "::ADDR:PORT" (proxy.h) */
+    struct curl_slist ct;       /* connect_to as curl's list of one */
     /* headers: three per-attempt nodes in front of the endpoint's fixed
      * ones, so an attempt allocates nothing (curl only reads the list) */
     struct ep_conf *hdr_ep;     /* reference: its address cannot be reused */
@@ -44,6 +48,7 @@ struct xfer {
     size_t body_seen;
     int body_capped;
     int blocked;
+    int proxied;                /* through the endpoint's proxy */
     int counted;                /* deliver.c: holds one of its host's slots (slotq) */
     int restarted;              /* started again after a dead reused connection */
     const char *block_reason;

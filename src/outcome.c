@@ -19,6 +19,7 @@ enum outcome outcome_classify(int http_status, enum errclass errc)
             return OUTCOME_DEAD;
         case ERRC_DNS:
         case ERRC_CONNECT:
+        case ERRC_PROXY:
         case ERRC_TLS:
         case ERRC_TIMEOUT:
         case ERRC_IO:
@@ -119,8 +120,10 @@ enum errclass outcome_errclass_from_curl(int curlcode)
         return ERRC_NONE;
 
     case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
         return ERRC_DNS;
+
+    case CURLE_COULDNT_RESOLVE_PROXY:
+        return ERRC_PROXY;
 
     case CURLE_COULDNT_CONNECT:
         return ERRC_CONNECT;
@@ -206,6 +209,7 @@ const char *errclass_name(enum errclass e)
     case ERRC_TEMPLATE_MISSING: return "template_missing";
     case ERRC_TEMPLATE: return "template_error";
     case ERRC_TEMPLATE_UNSAFE: return "template_unsafe";
+    case ERRC_PROXY:    return "proxy";
     }
     return "unknown";
 }
