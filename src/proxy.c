@@ -190,7 +190,6 @@ int proxy_resolve(const char *host, const struct netpolicy *np, struct sockaddr_
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_ADDRCONFIG;
     if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
         return -2;
     rc = proxy_pick(ai, np, out, reason);

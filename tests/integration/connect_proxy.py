@@ -44,6 +44,10 @@ class ConnectProxy:
     def stop(self):
         self.stopping = True
         try:
+            self.sock.shutdown(socket.SHUT_RDWR)   # wakes the accept()
+        except OSError:
+            pass
+        try:
             self.sock.close()
         except OSError:
             pass
