@@ -113,7 +113,7 @@ def test_credentials_sent_and_never_shown(hookd, receiver, proxy, tmp_path):
     assert eps["cfg"]["settings"]["proxy"] == shown and eps["api"]["settings"]["proxy"] == shown, eps
     texts = [d.cli("endpoints").stdout, d.cli("endpoints", "--json").stdout, d.cli("check-config").stdout,
              d.cli("check-config").stderr, str([d.get(m) for m in ids])]
-    assert shown in texts[1] and shown in texts[2], texts[2]
+    assert shown in texts[0] and shown in texts[1] and shown in texts[2], texts[:3]
     d.stop()
     out = tmp_path / "x.ndjson"
     p = d.cli("export", out)
