@@ -18,7 +18,7 @@
  * Everything but proxy_resolve is pure. */
 #ifndef HOOKD_PROXY_H
 #define HOOKD_PROXY_H
-#include <netdb.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <sys/socket.h>
 
@@ -49,15 +49,19 @@ int proxy_curl_url(const char *shown, const char *auth, char *out, size_t n);
  * address sa on port: "::127.0.0.1:443", "::[::1]:443". 0, or -1. */
 int proxy_connect_to(const struct sockaddr *sa, int port, char *out, size_t n);
 
-/* The first address of ai the guard allows, copied into out (its port
- * untouched). 0; -1 when every one is refused (*reason: the first one's
- * range) or ai is empty (*reason NULL). */
-int proxy_pick(const struct addrinfo *ai, const struct netpolicy *np, struct sockaddr_storage *out,
-               const char **reason);
+/* The first of the n addresses a the guard allows, copied into out (its
+ * port untouched). 0; -1 when every one is refused (*reason: the first
+ * one's range) or n is 0 (*reason NULL). */
+int proxy_pick(const struct sockaddr_storage *a, size_t n, const struct netpolicy *np,
+               struct sockaddr_storage *out, const char **reason);
 
-/* host ("example.com", "127.0.0.1", "::1" without brackets) resolved
- * (getaddrinfo: blocking) and picked as proxy_pick does. 0; -1 refused
+/* host ("example.com", "127.0.0.1", "::1" without brackets) resolved and
+ * picked as proxy_pick does. The addresses of a name are kept
+ * PROXY_DNS_TTL_MS (as libcurl's own DNS cache does), so a delivery
+ * thread blocks in getaddrinfo once a minute per host, not per attempt;
+ * the guard judges them at every use. Thread-safe. 0; -1 refused
  * (*reason set); -2 the name does not resolve. */
+#define PROXY_DNS_TTL_MS 60000
 int proxy_resolve(const char *host, const struct netpolicy *np, struct sockaddr_storage *out,
                   const char **reason);
 

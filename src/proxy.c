@@ -1,9 +1,12 @@
 /* proxy.c - an endpoint's HTTP CONNECT proxy (see proxy.h). */
 #include "proxy.h"
+#include "util.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,18 +163,18 @@ int proxy_connect_to(const struct sockaddr *sa, int port, char *out, size_t n)
     return w < 0 || (size_t)w >= n ? -1 : 0;
 }
 
-int proxy_pick(const struct addrinfo *ai, const struct netpolicy *np, struct sockaddr_storage *out,
-               const char **reason)
+int proxy_pick(const struct sockaddr_storage *a, size_t n, const struct netpolicy *np,
+               struct sockaddr_storage *out, const char **reason)
 {
     const char *first = NULL, *why;
+    size_t i;
 
-    for (; ai; ai = ai->ai_next) {
-        if ((ai->ai_family != AF_INET && ai->ai_family != AF_INET6) || ai->ai_addrlen > sizeof *out)
+    for (i = 0; i < n; i++) {
+        if (a[i].ss_family != AF_INET && a[i].ss_family != AF_INET6)
             continue;
         why = NULL;
-        if (netpolicy_check(np, ai->ai_addr, &why) == 0) {
-            memset(out, 0, sizeof *out);
-            memcpy(out, ai->ai_addr, ai->ai_addrlen);
+        if (netpolicy_check(np, (const struct sockaddr *)&a[i], &why) == 0) {
+            *out = a[i];
             return 0;
         }
         if (!first)
@@ -181,20 +184,78 @@ int proxy_pick(const struct addrinfo *ai, const struct netpolicy *np, struct soc
     return -1;
 }
 
-int proxy_resolve(const char *host, const struct netpolicy *np, struct sockaddr_storage *out,
-                  const char **reason)
-{
-    struct addrinfo hints, *ai = NULL;
-    int rc;
+/* The resolved addresses of recent names, one slot per host hash (a
+ * collision replaces the older name). */
+#define DNS_SLOTS 64
+#define DNS_ADDRS 8
+struct dns_slot {
+    char host[256];
+    int64_t at_ms;               /* monotonic; 0: empty */
+    size_t n;
+    struct sockaddr_storage a[DNS_ADDRS];
+};
+static struct dns_slot dns[DNS_SLOTS];
+static pthread_mutex_t dns_mu = PTHREAD_MUTEX_INITIALIZER;
 
+static size_t dns_slot_of(const char *host)
+{
+    uint64_t h = 1469598103934665603ULL;   /* FNV-1a */
+
+    for (; *host; host++)
+        h = (h ^ (unsigned char)*host) * 1099511628211ULL;
+    return (size_t)(h % DNS_SLOTS);
+}
+
+/* host's addresses into a (at most DNS_ADDRS): from the cache, else
+ * getaddrinfo (outside the lock). The number, or 0 when it does not
+ * resolve. */
+static size_t dns_lookup(const char *host, struct sockaddr_storage *a)
+{
+    struct dns_slot *s = &dns[dns_slot_of(host)];
+    struct addrinfo hints, *ai = NULL, *p;
+    int64_t now = util_mono_ms();
+    size_t n = 0;
+
+    pthread_mutex_lock(&dns_mu);
+    if (s->at_ms && now - s->at_ms < PROXY_DNS_TTL_MS && strcmp(s->host, host) == 0) {
+        n = s->n;
+        memcpy(a, s->a, n * sizeof *a);
+    }
+    pthread_mutex_unlock(&dns_mu);
+    if (n)
+        return n;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
-        return -2;
-    rc = proxy_pick(ai, np, out, reason);
+    if (getaddrinfo(host, NULL, &hints, &ai) != 0)
+        return 0;
+    for (p = ai; p && n < DNS_ADDRS; p = p->ai_next)
+        if ((p->ai_family == AF_INET || p->ai_family == AF_INET6) && p->ai_addrlen <= sizeof *a) {
+            memset(&a[n], 0, sizeof a[n]);
+            memcpy(&a[n], p->ai_addr, p->ai_addrlen);
+            n++;
+        }
     freeaddrinfo(ai);
-    return rc;
+    if (n && strlen(host) < sizeof s->host) {
+        pthread_mutex_lock(&dns_mu);
+        util_strlcpy(s->host, host, sizeof s->host);
+        s->at_ms = now ? now : 1;
+        s->n = n;
+        memcpy(s->a, a, n * sizeof *a);
+        pthread_mutex_unlock(&dns_mu);
+    }
+    return n;
+}
+
+int proxy_resolve(const char *host, const struct netpolicy *np, struct sockaddr_storage *out,
+                  const char **reason)
+{
+    struct sockaddr_storage a[DNS_ADDRS];
+    size_t n = dns_lookup(host, a);
+
+    if (!n)
+        return -2;
+    return proxy_pick(a, n, np, out, reason);
 }
 
 int proxy_target(const char *url, char *host, size_t hostlen, int *port)

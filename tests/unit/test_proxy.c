@@ -128,46 +128,36 @@ static void test_connect_to(void **state)
     assert_int_equal(proxy_connect_to((struct sockaddr *)&a6, 8080, out, 10), -1);
 }
 
-/* A hand-made getaddrinfo answer: private first, then public. */
+/* A resolver's answer: private first, then public. */
 static void test_pick(void **state)
 {
-    struct sockaddr_in a[2];
-    struct addrinfo ai[2];
+    struct sockaddr_storage a[2], out;
     struct netpolicy np;
-    struct sockaddr_storage out;
     const char *reason = NULL;
     char err[100], txt[INET_ADDRSTRLEN];
 
     (void)state;
     memset(a, 0, sizeof a);
-    memset(ai, 0, sizeof ai);
-    a[0].sin_family = a[1].sin_family = AF_INET;
-    inet_pton(AF_INET, "10.1.2.3", &a[0].sin_addr);
-    inet_pton(AF_INET, "93.184.216.34", &a[1].sin_addr);
-    for (int i = 0; i < 2; i++) {
-        ai[i].ai_family = AF_INET;
-        ai[i].ai_addr = (struct sockaddr *)&a[i];
-        ai[i].ai_addrlen = sizeof a[i];
-    }
-    ai[0].ai_next = &ai[1];
+    for (int i = 0; i < 2; i++)
+        a[i].ss_family = AF_INET;
+    inet_pton(AF_INET, "10.1.2.3", &((struct sockaddr_in *)&a[0])->sin_addr);
+    inet_pton(AF_INET, "93.184.216.34", &((struct sockaddr_in *)&a[1])->sin_addr);
     assert_int_equal(netpolicy_parse(&np, "", err, sizeof err), 0);
     /* the refused one is passed over */
-    assert_int_equal(proxy_pick(&ai[0], &np, &out, &reason), 0);
+    assert_int_equal(proxy_pick(a, 2, &np, &out, &reason), 0);
     inet_ntop(AF_INET, &((struct sockaddr_in *)&out)->sin_addr, txt, sizeof txt);
     assert_string_equal(txt, "93.184.216.34");
     /* only refused ones: the first one's range */
-    assert_int_equal(proxy_pick(&ai[0], &np, &out, &reason), 0);
-    ai[0].ai_next = NULL;
-    assert_int_equal(proxy_pick(&ai[0], &np, &out, &reason), -1);
+    assert_int_equal(proxy_pick(a, 1, &np, &out, &reason), -1);
     assert_string_equal(reason, "private");
     /* allowed by allow_networks */
     assert_int_equal(netpolicy_parse(&np, "10.0.0.0/8", err, sizeof err), 0);
-    assert_int_equal(proxy_pick(&ai[0], &np, &out, &reason), 0);
+    assert_int_equal(proxy_pick(a, 2, &np, &out, &reason), 0);
     inet_ntop(AF_INET, &((struct sockaddr_in *)&out)->sin_addr, txt, sizeof txt);
     assert_string_equal(txt, "10.1.2.3");
     /* nothing at all */
     reason = "x";
-    assert_int_equal(proxy_pick(NULL, &np, &out, &reason), -1);
+    assert_int_equal(proxy_pick(a, 0, &np, &out, &reason), -1);
     assert_null(reason);
 }
 
@@ -186,6 +176,11 @@ static void test_resolve_literal(void **state)
     assert_int_equal(proxy_resolve("127.0.0.1", &np, &out, &reason), 0);
     assert_int_equal(out.ss_family, AF_INET);
     assert_int_equal(proxy_resolve("no-such-host.invalid", &np, &out, &reason), -2);
+    /* a cached name is judged again at every use */
+    assert_int_equal(proxy_resolve("localhost", &np, &out, &reason), 0);
+    assert_int_equal(netpolicy_parse(&np, "", err, sizeof err), 0);
+    assert_int_equal(proxy_resolve("localhost", &np, &out, &reason), -1);
+    assert_string_equal(reason, "loopback");
 }
 
 static void test_target(void **state)
