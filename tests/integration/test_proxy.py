@@ -129,6 +129,16 @@ def test_credentials_sent_and_never_shown(hookd, receiver, proxy, tmp_path):
     r = d.enqueue("api", {"x": 2})
     assert d.wait_status(r["id"], DONE, timeout=15)["status"] == "delivered"
     assert px.auth[-1] == basic(CREDS), px.auth
+    # and imported elsewhere (under the same key)
+    b = hookd(name="b", start=False)
+    shutil.copy2(d.db.parent / "secret.key", b.db.parent / "secret.key")
+    p = b.cli("import", out)
+    assert p.returncode == 0, p.stderr
+    b.start()
+    n = len(px.auth)
+    r = b.enqueue("api", {"x": 3})
+    assert b.wait_status(r["id"], DONE, timeout=15)["status"] == "delivered"
+    assert px.auth[n:] and set(px.auth[n:]) == {basic(CREDS)}, px.auth
 
 
 def test_proxy_refusing_is_the_proxy_class_and_retried(hookd, receiver, proxy):
