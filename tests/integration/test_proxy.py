@@ -210,3 +210,22 @@ def test_removing_the_proxy(hookd, receiver, proxy):
     r = d.enqueue("a", {"x": 2})
     assert d.wait_status(r["id"], DONE, timeout=15)["status"] == "delivered"
     assert len(px.lines) == n and rcv.count() == 2
+
+
+def test_environment_neither_adds_nor_skips_a_proxy(hookd, receiver, proxy, monkeypatch):
+    """no_proxy=* does not send a proxied endpoint direct, and http_proxy
+    does not proxy the others."""
+    rcv = receiver(200)
+    px = proxy()
+    envpx = proxy()
+    for k in ("no_proxy", "NO_PROXY"):
+        monkeypatch.setenv(k, "*")
+    for k in ("http_proxy", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.setenv(k, envpx.url())
+    d = hookd(endpoints={"via": {"url": "http://localhost:%d/via" % rcv.port, "proxy": px.url()},
+                         "direct": {"url": rcv.url("/direct")}})
+    for ep in ("via", "direct"):
+        r = d.enqueue(ep, {"x": 1})
+        assert d.wait_status(r["id"], DONE, timeout=15)["status"] == "delivered"
+    assert px.lines == ["CONNECT 127.0.0.1:%d HTTP/1.1" % rcv.port], px.lines
+    assert envpx.lines == [], envpx.lines
