@@ -26,6 +26,7 @@
 
 #define PROXY_URL_MAX 512     /* the whole key, credentials included */
 #define PROXY_MASKED "***"    /* the userinfo of the shown form */
+#define PROXY_NONE "none"     /* an endpoint's proxy: direct, whatever [delivery] proxy says */
 
 struct proxy_url {
     char shown[PROXY_URL_MAX];   /* the stored and shown form */

@@ -33,6 +33,7 @@ struct xfer {
     char ca[512];               /* the CA file the handle is set to ("": the system store) */
     int ca_set;                 /* ca holds it */
     char proxy[PROXY_URL_MAX];  /* the proxy the handle is set to, credentials and all ("": none) */
+    char proxy_dflt[PROXY_URL_MAX];  /* [delivery] proxy as libcurl takes it ("": none) */
     char connect_to[80];        /* the attempt's CONNECT target, "::ADDR:PORT" (proxy.h) */
     struct curl_slist ct;       /* connect_to as curl's list of one */
     /* headers: three per-attempt nodes in front of the endpoint's fixed

@@ -483,15 +483,20 @@ int ep_def_set_proxy_auth(struct ep_def *d, const char *auth)
 }
 
 /* "proxy": credentials in the value replace the endpoint's, none remove
- * them, and the masked form (the stored one) keeps those loaded apart. */
+ * them, and the masked form (the stored one) keeps those loaded apart.
+ * PROXY_NONE: direct, whatever [delivery] proxy says. */
 static int proxy_set(struct ep_def *d, const char *value, char *err, size_t errlen)
 {
     struct proxy_url p;
     char *shown;
     int rc = -1;
 
-    if (proxy_parse(value, &p, err, errlen) < 0)
+    if (strcmp(value, PROXY_NONE) == 0) {
+        memset(&p, 0, sizeof p);
+        util_strlcpy(p.shown, PROXY_NONE, sizeof p.shown);
+    } else if (proxy_parse(value, &p, err, errlen) < 0) {
         return -1;
+    }
     if (p.masked && !d->proxy_auth) {
         snprintf(err, errlen, "credentials shown as " PROXY_MASKED ": give the real ones, or none");
         goto out;

@@ -240,7 +240,8 @@ static int via_proxy(struct xfer *x, struct djob *j, const char *url)
     const char *reason = NULL;
     int port, rc;
 
-    x->proxied = d->rq.proxy != NULL;
+    /* the endpoint's own, else [delivery] proxy; "none": direct */
+    x->proxied = d->rq.proxy ? strcmp(d->rq.proxy, PROXY_NONE) != 0 : x->proxy_dflt[0] != '\0';
     if (!x->proxied) {
         if (x->proxy[0]) {
             curl_easy_setopt(x->easy, CURLOPT_PROXY, "");
@@ -264,8 +265,12 @@ static int via_proxy(struct xfer *x, struct djob *j, const char *url)
         xfer_fail(j, ERRC_BLOCKED, why);
         return -1;
     }
-    if (proxy_connect_to((struct sockaddr *)&sa, port, x->connect_to, sizeof x->connect_to) < 0 ||
-        proxy_curl_url(d->rq.proxy, d->proxy_auth, pu, sizeof pu) < 0) {
+    if (d->rq.proxy)
+        rc = proxy_curl_url(d->rq.proxy, d->proxy_auth, pu, sizeof pu);
+    else
+        memcpy(pu, x->proxy_dflt, sizeof pu);
+    if (rc < 0 || proxy_connect_to((struct sockaddr *)&sa, port, x->connect_to, sizeof x->connect_to) < 0) {
+        explicit_bzero(pu, sizeof pu);
         xfer_fail(j, ERRC_INTERNAL, "cannot build the proxy request");
         return -1;
     }
@@ -316,6 +321,14 @@ struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct
     x->ns = ns;
     x->src_global = c->source_address && *c->source_address ? c->source_address : NULL;
     x->ca_global = c->ca_file && *c->ca_file ? c->ca_file : NULL;
+    if (c->proxy && *c->proxy) {
+        /* checked at load (config.c): it parses */
+        struct proxy_url p;
+        char why[160];
+        if (proxy_parse(c->proxy, &p, why, sizeof why) == 0)
+            proxy_curl_url(p.shown, p.auth, x->proxy_dflt, sizeof x->proxy_dflt);
+        explicit_bzero(&p, sizeof p);
+    }
     /* what never changes between attempts is set once per handle */
     curl_easy_setopt(h, CURLOPT_POST, 1L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -401,6 +414,7 @@ void xfer_destroy(struct xfer *x)
     free(x->ca_default);
     free(x->capath_default);
     explicit_bzero(x->proxy, sizeof x->proxy);
+    explicit_bzero(x->proxy_dflt, sizeof x->proxy_dflt);
     free(x);
 }
 

@@ -229,3 +229,44 @@ def test_environment_neither_adds_nor_skips_a_proxy(hookd, receiver, proxy, monk
         assert d.wait_status(r["id"], DONE, timeout=15)["status"] == "delivered"
     assert px.lines == ["CONNECT 127.0.0.1:%d HTTP/1.1" % rcv.port], px.lines
     assert envpx.lines == [], envpx.lines
+
+
+def test_delivery_proxy_is_the_default_and_none_opts_out(hookd, receiver, proxy):
+    """[delivery] proxy serves endpoints without their own; an endpoint's
+    proxy wins; proxy = none goes direct. check-config masks the global
+    one's credentials; a refused target never reaches it either."""
+    rcv = receiver(200)
+    glob = proxy(require_auth=basic(CREDS))
+    own = proxy()
+    d = hookd(endpoints={"inherits": {"url": "http://localhost:%d/i" % rcv.port},
+                         "own": {"url": "http://localhost:%d/o" % rcv.port, "proxy": own.url()},
+                         "direct": {"url": rcv.url("/d"), "proxy": "none"},
+                         "refused": {"url": "http://10.0.0.1:8080/r"}},
+              sections={"delivery": {"proxy": glob.url(CREDS)}})
+    for ep in ("inherits", "own", "direct"):
+        r = d.enqueue(ep, {"x": 1})
+        row = d.wait_status(r["id"], DONE, timeout=15)
+        assert row["status"] == "delivered", (ep, row["last_error"])
+    r = d.enqueue("refused", {"x": 1})
+    assert "SSRF" in d.wait_status(r["id"], "dead_letter", timeout=15)["last_error"]
+    line = "CONNECT 127.0.0.1:%d HTTP/1.1" % rcv.port
+    assert glob.lines == [line] and glob.auth == [basic(CREDS)], glob.lines
+    assert own.lines == [line], own.lines
+    assert sorted(q.path for q in rcv.requests) == ["/d", "/i", "/o"]
+    assert d.endpoints()["direct"]["settings"]["proxy"] == "none"
+    out = d.cli("check-config")
+    assert out.returncode == 0, out.stderr
+    assert "proxy = http://***@127.0.0.1:%d" % glob.port in out.stdout, out.stdout
+    assert PASSWORD not in out.stdout + out.stderr + d.log()
+
+
+def test_bad_delivery_proxy_stops_the_start(tmp_path):
+    ini = tmp_path / "hookd.ini"
+    ini.write_text(render_ini({
+        "storage": {"path": str(tmp_path / "hookd.db")},
+        "server": {"socket": str(tmp_path / "hookd.sock")},
+        "delivery": {"proxy": "socks5://%s@proxy.example:1080" % CREDS},
+    }))
+    r = subprocess.run([HOOKD_BIN, "check-config", "-c", str(ini)], capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and "[delivery] proxy" in r.stderr and "http://" in r.stderr, r.stderr
+    assert PASSWORD not in r.stderr + r.stdout
