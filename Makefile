@@ -36,6 +36,7 @@ LIB_SRCS := \
 	src/sign.c \
 	src/seal.c \
 	src/netpolicy.c \
+	src/proxy.c \
 	src/jpath.c \
 	src/tpl.c \
 	src/tplfn.c \

@@ -61,6 +61,7 @@ struct config {
     char *allow_networks;
     char *ca_file;
     char *source_address;    /* local address connections leave from ("": the kernel's choice) */
+    char *proxy;             /* HTTP CONNECT proxy of endpoints without their own (proxy.h; "": none) */
     int64_t shutdown_grace_ms;
     int64_t claim_batch;
     int64_t max_in_flight_total;

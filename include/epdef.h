@@ -54,6 +54,8 @@ enum ep_sign { EP_SIGN_STANDARD = 0, EP_SIGN_NONE, EP_SIGN_HUB };
  * element with this prefix: no secret starts with it (they are whsec_). */
 #define EP_TOKEN_TAG "token:"
 #define EP_TOKEN_MAX 512
+/* The proxy's credentials ride the same way (rq.proxy shows them masked). */
+#define EP_PROXY_AUTH_TAG "proxy_auth:"
 struct ep_request {
     int method;              /* enum ep_method */
     int body;                /* enum ep_body; AUTO: json for POST/PUT, none for GET */
@@ -73,6 +75,7 @@ struct ep_request {
     char *client_cert;       /* mutual TLS: PEM certificate (chain) presented; NULL: none */
     char *client_key;        /* its PEM private key; set with client_cert (tlsid.h) */
     char *pinned_pubkey;     /* "sha256//b64;..." (tlsid.h); NULL: no pin */
+    char *proxy;             /* HTTP CONNECT proxy, shown form (proxy.h); NULL: none */
     char **map_name;         /* nmaps of each (an endpoint per affiliate: */
     char **map_spec;         /* 50,000 of these must stay small) */
     size_t nmaps;
@@ -88,6 +91,7 @@ struct ep_def {
     size_t nheaders;
     char *event_types;  /* normalised "a,b,c"; "*" = every type; NULL = none */
     char *token;        /* the partner's own secret ({token}, hmac_*); NULL = none */
+    char *proxy_auth;   /* the proxy's "user:password" (proxy.h); NULL = none */
     int paused;
     int paused_given;   /* paused was said (a key, a stored row): it applies to
                          * an existing endpoint; otherwise its state stays */
@@ -110,6 +114,9 @@ int ep_def_same(const struct ep_def *a, const struct ep_def *b);
 int ep_def_set(struct ep_def *d, const char *key, const char *value, char *err, size_t errlen);
 /* After all keys: url present, secrets decodable, ... */
 int ep_def_validate(const struct ep_def *d, char *err, size_t errlen);
+/* The proxy credentials stored apart from the proxy (EP_PROXY_AUTH_TAG):
+ * set before the stored "proxy" key, which says they are there. */
+int ep_def_set_proxy_auth(struct ep_def *d, const char *auth);
 int ep_name_valid(const char *name);
 /* For each request key that differs from the default: fn(key, value as
  * text), the form ep_def_set reads back. */

@@ -27,7 +27,8 @@ enum errclass {
     ERRC_TEMPLATE_UNSAFE,   /* a {x|raw} value with URL syntax the endpoint did not allow: never sent */
     ERRC_TLS_CLIENT_AUTH,   /* the receiver refused or demanded a client certificate, or
                              * ours could not be loaded (tlsid.h); retried like ERRC_TLS */
-    ERRC_TLS_PIN            /* the receiver's public key matches no pinned_pubkey; retried like ERRC_TLS */
+    ERRC_TLS_PIN,           /* the receiver's public key matches no pinned_pubkey; retried like ERRC_TLS */
+    ERRC_PROXY              /* the endpoint's proxy unreachable, or it refused the CONNECT (retried) */
 };
 
 /* Which HTTP statuses count as delivered (an endpoint's success_status):

@@ -14,6 +14,7 @@
 #include "deliver.h"
 #include "netpolicy.h"
 #include "postback.h"
+#include "proxy.h"
 #include "proto.h"
 #include "sign.h"
 #include "util.h"
@@ -33,6 +34,10 @@ struct xfer {
     int ca_set;                 /* ca holds it */
     char *cert, *key, *pins;    /* the client certificate, key and pins the handle
                                  * is set to (NULL: none; xfer.c's `unknown`: not known) */
+    char proxy[PROXY_URL_MAX];  /* the proxy the handle is set to, credentials and all ("": none) */
+    char proxy_dflt[PROXY_URL_MAX];  /* [delivery] proxy as libcurl takes it ("": none) */
+    char connect_to[80];        /* the attempt's CONNECT target, "::ADDR:PORT" (proxy.h) */
+    struct curl_slist ct;       /* connect_to as curl's list of one */
     /* headers: three per-attempt nodes in front of the endpoint's fixed
      * ones, so an attempt allocates nothing (curl only reads the list) */
     struct ep_conf *hdr_ep;     /* reference: its address cannot be reused */
@@ -46,6 +51,7 @@ struct xfer {
     size_t body_seen;
     int body_capped;
     int blocked;
+    int proxied;                /* through the endpoint's proxy */
     int counted;                /* deliver.c: holds one of its host's slots (slotq) */
     int restarted;              /* started again after a dead reused connection */
     const char *block_reason;

@@ -414,6 +414,7 @@ void cli_show_endpoints(const cJSON *r, const struct args *a)
         {"DEAD", "dead_letter", "queue", 'v', 0},
         {"STATUS", "status", NULL, 'v', 0},
         {"TLS", NULL, NULL, 'T', 0},
+        {"PROXY", "proxy", "settings", 'v', 0},   /* credentials stored apart: never here */
         {"URL", "url", NULL, 'v', 0},
     };
     const cJSON *eps = cli_jget(r, "endpoints");

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "netpolicy.h"
 #include "opsev.h"
+#include "proxy.h"
 #include "settings.h"
 #include "tlsid.h"
 #include "tpl.h"
@@ -396,6 +397,20 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen)
         unsigned char a[16];
         if (inet_pton(AF_INET, c->source_address, a) != 1 && inet_pton(AF_INET6, c->source_address, a) != 1) {
             snprintf(err, errlen, "%s: [delivery] source_address: not an IPv4 or IPv6 address", path);
+            return -1;
+        }
+    }
+    if (*c->proxy) {
+        struct proxy_url p;
+        char why[200];
+        int bad = proxy_parse(c->proxy, &p, why, sizeof why) < 0;
+        if (!bad && p.masked) {
+            snprintf(why, sizeof why, "credentials shown as " PROXY_MASKED ": give the real ones, or none");
+            bad = 1;
+        }
+        explicit_bzero(&p, sizeof p);
+        if (bad) {
+            snprintf(err, errlen, "%s: [delivery] proxy: %s", path, why);
             return -1;
         }
     }

@@ -260,10 +260,24 @@ static void wipe_strings(cJSON *a)
     }
 }
 
+/* tag + value as one element of a (the stored secrets array) */
+static int add_tagged(cJSON *a, const char *tag, const char *value)
+{
+    struct buf t = {0};
+
+    if (buf_puts(&t, tag) < 0 || buf_puts(&t, value) < 0) {
+        buf_free(&t);
+        return -1;
+    }
+    cJSON_AddItemToArray(a, cJSON_CreateString(t.p));
+    explicit_bzero(t.p, t.len);
+    buf_free(&t);
+    return 0;
+}
+
 char *ep_json_secrets(const struct ep_def *d)
 {
     cJSON *a = cJSON_CreateArray();
-    struct buf t = {0};
     char *s;
     size_t i;
 
@@ -271,15 +285,11 @@ char *ep_json_secrets(const struct ep_def *d)
         return NULL;
     for (i = 0; i < d->nsecrets; i++)
         cJSON_AddItemToArray(a, cJSON_CreateString(d->secrets[i]));
-    if (d->token) {
-        if (buf_puts(&t, EP_TOKEN_TAG) < 0 || buf_puts(&t, d->token) < 0) {
-            cJSON_Delete(a);
-            buf_free(&t);
-            return NULL;
-        }
-        cJSON_AddItemToArray(a, cJSON_CreateString(t.p));
-        explicit_bzero(t.p, t.len);
-        buf_free(&t);
+    if ((d->token && add_tagged(a, EP_TOKEN_TAG, d->token) < 0) ||
+        (d->proxy_auth && add_tagged(a, EP_PROXY_AUTH_TAG, d->proxy_auth) < 0)) {
+        wipe_strings(a);
+        cJSON_Delete(a);
+        return NULL;
     }
     s = cJSON_PrintUnformatted(a);
     wipe_strings(a);
@@ -336,6 +346,13 @@ static int load_strings(struct ep_def *d, const char *key, const char *json)
         if (v && strcmp(key, "secret") == 0 && strncmp(v, EP_TOKEN_TAG, strlen(EP_TOKEN_TAG)) == 0) {
             k = "token";
             v += strlen(EP_TOKEN_TAG);
+        }
+        if (v && strcmp(key, "secret") == 0 && strncmp(v, EP_PROXY_AUTH_TAG, strlen(EP_PROXY_AUTH_TAG)) == 0) {
+            if (ep_def_set_proxy_auth(d, v + strlen(EP_PROXY_AUTH_TAG)) < 0) {
+                rc = -1;
+                break;
+            }
+            continue;
         }
         if (!v || ep_def_set(d, k, v, err, sizeof err) < 0) {
             rc = -1;

@@ -7,6 +7,7 @@
 #include "schedule.h"
 #include "netpolicy.h"
 #include "outcome.h"
+#include "proxy.h"
 #include "settings.h"
 #include "tlsid.h"
 #include "tpl.h"
@@ -41,6 +42,10 @@ void ep_def_free(struct ep_def *d)
     if (d->token)
         explicit_bzero(d->token, strlen(d->token));
     free(d->token);
+    if (d->proxy_auth)
+        explicit_bzero(d->proxy_auth, strlen(d->proxy_auth));
+    free(d->proxy_auth);
+    free(d->rq.proxy);
     free(d->rq.success_status);
     free(d->rq.success_body);
     free(d->rq.mask_params);
@@ -91,7 +96,8 @@ int ep_def_same(const struct ep_def *a, const struct ep_def *b)
     int same;
 
     if (strcmp(a->name, b->name) != 0 || !opt_same(a->url, b->url) || !opt_same(a->event_types, b->event_types) ||
-        !opt_same(a->token, b->token) || !strs_same(a->secrets, a->nsecrets, b->secrets, b->nsecrets) ||
+        !opt_same(a->token, b->token) || !opt_same(a->proxy_auth, b->proxy_auth) ||
+        !strs_same(a->secrets, a->nsecrets, b->secrets, b->nsecrets) ||
         !strs_same(a->headers, a->nheaders, b->headers, b->nheaders))
         return 0;
     /* the settings and request keys in their stored form: what differs
@@ -146,7 +152,8 @@ int ep_def_copy(struct ep_def *dst, const struct ep_def *src)
         dup_opt(&dst->rq.filter, src->rq.filter) < 0 || dup_opt(&dst->rq.delay, src->rq.delay) < 0 ||
         dup_opt(&dst->rq.raw_allow, src->rq.raw_allow) < 0 ||
         dup_opt(&dst->rq.source_address, src->rq.source_address) < 0 ||
-        dup_opt(&dst->rq.ca_file, src->rq.ca_file) < 0)
+        dup_opt(&dst->rq.ca_file, src->rq.ca_file) < 0 || dup_opt(&dst->rq.proxy, src->rq.proxy) < 0 ||
+        dup_opt(&dst->proxy_auth, src->proxy_auth) < 0)
         goto fail;
     if (dup_opt(&dst->rq.client_cert, src->rq.client_cert) < 0 ||
         dup_opt(&dst->rq.client_key, src->rq.client_key) < 0 ||
@@ -483,10 +490,62 @@ void ep_request_each(const struct ep_def *d, void (*fn)(void *ctx, const char *k
         fn(ctx, "client_key", rq->client_key);
     if (rq->pinned_pubkey)
         fn(ctx, "pinned_pubkey", rq->pinned_pubkey);
+    if (rq->proxy)
+        fn(ctx, "proxy", rq->proxy);
     for (i = 0; i < rq->nmaps; i++) {
         snprintf(key, sizeof key, "map.%s", rq->map_name[i]);
         fn(ctx, key, rq->map_spec[i]);
     }
+}
+
+int ep_def_set_proxy_auth(struct ep_def *d, const char *auth)
+{
+    char *a = strdup(auth);
+
+    if (!a)
+        return -1;
+    if (d->proxy_auth)
+        explicit_bzero(d->proxy_auth, strlen(d->proxy_auth));
+    free(d->proxy_auth);
+    d->proxy_auth = a;
+    return 0;
+}
+
+/* "proxy": credentials in the value replace the endpoint's, none remove
+ * them, and the masked form (the stored one) keeps those loaded apart.
+ * PROXY_NONE: direct, whatever [delivery] proxy says. */
+static int proxy_set(struct ep_def *d, const char *value, char *err, size_t errlen)
+{
+    struct proxy_url p;
+    char *shown;
+    int rc = -1;
+
+    if (strcmp(value, PROXY_NONE) == 0) {
+        memset(&p, 0, sizeof p);
+        util_strlcpy(p.shown, PROXY_NONE, sizeof p.shown);
+    } else if (proxy_parse(value, &p, err, errlen) < 0) {
+        return -1;
+    }
+    if (p.masked && !d->proxy_auth) {
+        snprintf(err, errlen, "credentials shown as " PROXY_MASKED ": give the real ones, or none");
+        goto out;
+    }
+    if (!(shown = strdup(p.shown)) || (p.auth[0] && ep_def_set_proxy_auth(d, p.auth) < 0)) {
+        free(shown);
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    if (!p.auth[0] && !p.masked && d->proxy_auth) {
+        explicit_bzero(d->proxy_auth, strlen(d->proxy_auth));
+        free(d->proxy_auth);
+        d->proxy_auth = NULL;
+    }
+    free(d->rq.proxy);
+    d->rq.proxy = shown;
+    rc = 0;
+out:
+    explicit_bzero(&p, sizeof p);
+    return rc;
 }
 
 int ep_def_set(struct ep_def *d, const char *key, const char *value, char *err, size_t errlen)
@@ -573,6 +632,8 @@ int ep_def_set(struct ep_def *d, const char *key, const char *value, char *err, 
         d->event_types = t;
         return 0;
     }
+    if (strcmp(key, "proxy") == 0)
+        return proxy_set(d, value, err, errlen);
     if (strcmp(key, "paused") == 0) {
         if (util_parse_bool(value, &d->paused) < 0) {
             snprintf(err, errlen, "not a valid boolean (yes/no)");
@@ -660,6 +721,10 @@ int ep_def_validate(const struct ep_def *d, char *err, size_t errlen)
     }
     if (!d->url) {
         snprintf(err, errlen, "endpoint %s has no url", d->name);
+        return -1;
+    }
+    if (d->proxy_auth && !d->rq.proxy) {
+        snprintf(err, errlen, "endpoint %s: proxy credentials without a proxy", d->name);
         return -1;
     }
     if (d->s.base_delay_ms > 0 && d->s.max_delay_ms > 0 && d->s.base_delay_ms > d->s.max_delay_ms) {

@@ -19,6 +19,7 @@ enum outcome outcome_classify(int http_status, enum errclass errc)
             return OUTCOME_DEAD;
         case ERRC_DNS:
         case ERRC_CONNECT:
+        case ERRC_PROXY:
         case ERRC_TLS:
         case ERRC_TLS_CLIENT_AUTH:
         case ERRC_TLS_PIN:
@@ -127,8 +128,10 @@ enum errclass outcome_errclass_from_curl(int curlcode)
         return ERRC_NONE;
 
     case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
         return ERRC_DNS;
+
+    case CURLE_COULDNT_RESOLVE_PROXY:
+        return ERRC_PROXY;
 
     case CURLE_COULDNT_CONNECT:
         return ERRC_CONNECT;
@@ -223,6 +226,7 @@ const char *errclass_name(enum errclass e)
     case ERRC_TEMPLATE_UNSAFE: return "template_unsafe";
     case ERRC_TLS_CLIENT_AUTH: return "tls_client_auth";
     case ERRC_TLS_PIN: return "tls_pin";
+    case ERRC_PROXY:    return "proxy";
     }
     return "unknown";
 }

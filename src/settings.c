@@ -3,6 +3,7 @@
  * defaults, the per-endpoint overrides and check-config's output all
  * come from it. */
 #include "settings.h"
+#include "proxy.h"
 #include "util.h"
 
 #include <ctype.h>
@@ -83,6 +84,7 @@ static const struct cfg_def cfg_table[] = {
     {"delivery", "allow_networks", T_STR, C(allow_networks), 0, 0, "", "CIDRs deliveries may reach despite the SSRF guard", NULL},
     {"delivery", "ca_file", T_STR, C(ca_file), 0, 0, "", "CA bundle for HTTPS (empty: system default)", NULL},
     {"delivery", "source_address", T_STR, C(source_address), 0, 0, "", "local IP address deliveries connect from (empty: the kernel's choice)", NULL},
+    {"delivery", "proxy", T_STR, C(proxy), 0, 0, "", "HTTP CONNECT proxy of endpoints without their own, http://[user:password@]host:port (empty: none)", NULL},
     {"delivery", "shutdown_grace", T_DUR, C(shutdown_grace_ms), 0, 600000, "10s", "on SIGTERM, time for transfers to finish", NULL},
     {"delivery", "claim_batch", T_INT, C(claim_batch), 1, 100000, "1024", "rows claimed per writer round", NULL},
     {"delivery", "rate", T_RATE, D(rate), 0, 0, "0", "default per-endpoint rate limits (e.g. 10/s or 100/m, 1000/h; 0 unlimited)", NULL},
@@ -447,6 +449,20 @@ int settings_set_ep(struct ep_settings *s, const char *key, const char *value, c
     return set_value(d, (char *)s - offsetof(struct config, dflt), value, err, errlen);
 }
 
+/* A proxy's credentials are never printed (from the value itself: v
+ * may have cut it short) */
+static void mask_proxy(const char *value, char *v, size_t n)
+{
+    struct proxy_url p;
+    char err[160];
+
+    if (proxy_parse(value, &p, err, sizeof err) == 0)
+        util_strlcpy(v, p.shown, n);
+    else
+        util_strlcpy(v, "(invalid)", n);
+    explicit_bzero(&p, sizeof p);
+}
+
 /* A password written into the connection string is never printed: the
  * value of password=... and the password of a URI's user:password@. */
 static void mask_conninfo(char *v)
@@ -500,6 +516,8 @@ void settings_dump(const struct config *c, FILE *out)
         fmt_value(d, (const char *)c, v, sizeof v);
         if (d->off == C(pg_conninfo))
             mask_conninfo(v);
+        if (d->off == C(proxy) && *c->proxy)
+            mask_proxy(c->proxy, v, sizeof v);
         fprintf(out, "%s = %s%*s; %s (default %s)\n", d->key, v,
                 (int)(strlen(v) < 24 ? 24 - strlen(v) : 1), "", d->help, d->dflt);
     }

@@ -21,7 +21,10 @@ static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct cur
     const char *reason = NULL;
 
     (void)purpose;
-    if (netpolicy_check(x->np, &a->addr, &reason) < 0) {
+    /* through a proxy the only connection is to the proxy, which the
+     * operator chose and may be private; the target was checked before
+     * (via_proxy) */
+    if (!x->proxied && netpolicy_check(x->np, &a->addr, &reason) < 0) {
         x->blocked = 1;
         x->block_reason = reason;
         return CURL_SOCKET_BAD;
@@ -247,6 +250,92 @@ static void identity(struct xfer *x, const struct ep_request *rq)
     tls_opt(x, CURLOPT_PINNEDPUBLICKEY, &x->pins, rq->pinned_pubkey);
 }
 
+static void ssrf_text(char *out, size_t n, const char *reason)
+{
+    snprintf(out, n, "address refused by SSRF guard (%s range; see allow_networks)", reason ? reason : "blocked");
+}
+
+/* The endpoint's proxy (proxy.h). hookd resolves the target and checks
+ * the address here, then has the proxy CONNECT to that address: the
+ * proxy never gets a name to resolve (a second answer could point
+ * anywhere) nor, without the tunnel, a plain request to forward to a
+ * host of its choosing, so even http:// targets are tunnelled. The Host
+ * header and SNI keep the name. -1: j failed in place, the proxy not
+ * contacted. Set only when it changes; libcurl keeps connections apart
+ * per proxy and per CONNECT target. */
+static int via_proxy(struct xfer *x, struct djob *j, const char *url)
+{
+    const struct ep_def *d = &j->ep->def;
+    char host[256], pu[PROXY_URL_MAX], why[160];
+    struct sockaddr_storage sa;
+    const char *reason = NULL;
+    int port, rc;
+
+    /* the endpoint's own, else [delivery] proxy; "none": direct */
+    x->proxied = d->rq.proxy ? strcmp(d->rq.proxy, PROXY_NONE) != 0 : x->proxy_dflt[0] != '\0';
+    if (!x->proxied) {
+        if (x->proxy[0]) {
+            curl_easy_setopt(x->easy, CURLOPT_PROXY, "");
+            curl_easy_setopt(x->easy, CURLOPT_HTTPPROXYTUNNEL, 0L);
+            curl_easy_setopt(x->easy, CURLOPT_CONNECT_TO, NULL);
+            explicit_bzero(x->proxy, sizeof x->proxy);
+        }
+        return 0;
+    }
+    if (proxy_target(url, host, sizeof host, &port) < 0) {
+        xfer_fail(j, ERRC_INTERNAL, "cannot read the target host of the URL");
+        return -1;
+    }
+    rc = proxy_resolve(host, x->np, &sa, &reason);
+    if (rc == -2) {
+        xfer_fail(j, ERRC_DNS, curl_easy_strerror(CURLE_COULDNT_RESOLVE_HOST));
+        return -1;
+    }
+    if (rc < 0) {
+        ssrf_text(why, sizeof why, reason);
+        xfer_fail(j, ERRC_BLOCKED, why);
+        return -1;
+    }
+    if (d->rq.proxy)
+        rc = proxy_curl_url(d->rq.proxy, d->proxy_auth, pu, sizeof pu);
+    else
+        memcpy(pu, x->proxy_dflt, sizeof pu);
+    if (rc < 0 || proxy_connect_to((struct sockaddr *)&sa, port, x->connect_to, sizeof x->connect_to) < 0) {
+        explicit_bzero(pu, sizeof pu);
+        xfer_fail(j, ERRC_INTERNAL, "cannot build the proxy request");
+        return -1;
+    }
+    x->ct.data = x->connect_to;
+    x->ct.next = NULL;
+    curl_easy_setopt(x->easy, CURLOPT_CONNECT_TO, &x->ct);
+    if (strcmp(pu, x->proxy) != 0) {
+        memcpy(x->proxy, pu, sizeof x->proxy);
+        curl_easy_setopt(x->easy, CURLOPT_PROXY, x->proxy);
+        curl_easy_setopt(x->easy, CURLOPT_HTTPPROXYTUNNEL, 1L);
+    }
+    explicit_bzero(pu, sizeof pu);
+    return 0;
+}
+
+/* A failed proxied attempt the proxy is to blame for: it did not answer,
+ * or answered the CONNECT with anything but 2xx. 1: j's error set. */
+static int proxy_failed(struct xfer *x, struct djob *j, CURLcode rc)
+{
+    long code = 0;
+
+    curl_easy_getinfo(x->easy, CURLINFO_HTTP_CONNECTCODE, &code);
+    if (code && (code < 200 || code > 299))
+        snprintf(j->error, sizeof j->error, "the proxy refused the CONNECT (HTTP %ld)", code);
+    else if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_PROXY)
+        snprintf(j->error, sizeof j->error, "proxy unreachable: %s", curl_easy_strerror(rc));
+    else
+        return 0;
+    j->errc = ERRC_PROXY;
+    j->http_status = 0;
+    j->sample = 0;
+    return 1;
+}
+
 struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct netshare *ns)
 {
     struct xfer *x = calloc(1, sizeof *x);
@@ -264,6 +353,14 @@ struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct
     x->cert = x->key = x->pins = unknown;
     x->src_global = c->source_address && *c->source_address ? c->source_address : NULL;
     x->ca_global = c->ca_file && *c->ca_file ? c->ca_file : NULL;
+    if (c->proxy && *c->proxy) {
+        /* checked at load (config.c): it parses */
+        struct proxy_url p;
+        char why[160];
+        if (proxy_parse(c->proxy, &p, why, sizeof why) == 0)
+            proxy_curl_url(p.shown, p.auth, x->proxy_dflt, sizeof x->proxy_dflt);
+        explicit_bzero(&p, sizeof p);
+    }
     /* what never changes between attempts is set once per handle */
     curl_easy_setopt(h, CURLOPT_POST, 1L);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -277,6 +374,7 @@ struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct
      * measured, a third of the attempts at 100 endpoints (make bench). */
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(h, CURLOPT_PROXY, "");   /* no proxy from the environment */
+    curl_easy_setopt(h, CURLOPT_NOPROXY, ""); /* nor a no_proxy that skips an endpoint's */
     curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open_socket);
     curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, x);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
@@ -353,6 +451,8 @@ void xfer_destroy(struct xfer *x)
         free(x->key);
     if (x->pins != unknown)
         free(x->pins);
+    explicit_bzero(x->proxy, sizeof x->proxy);
+    explicit_bzero(x->proxy_dflt, sizeof x->proxy_dflt);
     free(x);
 }
 
@@ -394,6 +494,8 @@ int xfer_prepare(struct xfer *x, struct djob *j)
         return -1;
     }
     curl_easy_setopt(h, CURLOPT_URL, url);
+    if (via_proxy(x, j, url) < 0)
+        return -1;
     source_address(x, e->def.rq.source_address ? e->def.rq.source_address : x->src_global);
     trust(x, e->def.rq.ca_file ? e->def.rq.ca_file : x->ca_global);
     identity(x, &e->def.rq);
@@ -478,8 +580,9 @@ void xfer_result(struct xfer *x, CURLcode rc)
     } else if (x->blocked) {
         j->http_status = 0;
         j->errc = ERRC_BLOCKED;
-        snprintf(j->error, sizeof j->error, "address refused by SSRF guard (%s range; see allow_networks)",
-                 x->block_reason ? x->block_reason : "blocked");
+        ssrf_text(j->error, sizeof j->error, x->block_reason);
+    } else if (x->proxied && proxy_failed(x, j, rc)) {
+        /* j's error set */
     } else {
         j->http_status = 0;
         j->errc = tlsid_refine(outcome_errclass_from_curl((int)rc), 0, x->errbuf);

@@ -222,7 +222,7 @@ def test_endpoints(cli_daemon):
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0].split() == ["NAME", "STATE", "FAILS", "P50", "P95", "P99", "SAMPLES",
-                                "PENDING", "RETRY", "INFLIGHT", "LIMIT", "DEAD", "STATUS", "TLS", "URL"]
+                                "PENDING", "RETRY", "INFLIGHT", "LIMIT", "DEAD", "STATUS", "TLS", "PROXY", "URL"]
     row = [l.split() for l in lines[1:] if l.split()[0] == "a"]
     assert row and row[0][-1] == "http://127.0.0.1:9/hook"
     # the adaptive concurrency limit: a whole number from 1 to the cap (64)

@@ -110,7 +110,7 @@ static void test_curl_codes(void **state)
     (void)state;
     static const struct { int code; enum errclass want; } t[] = {
         { 0,  ERRC_NONE },      /* OK */
-        { 5,  ERRC_DNS },       /* COULDNT_RESOLVE_PROXY */
+        { 5,  ERRC_PROXY },     /* COULDNT_RESOLVE_PROXY */
         { 6,  ERRC_DNS },       /* COULDNT_RESOLVE_HOST */
         { 7,  ERRC_CONNECT },   /* COULDNT_CONNECT */
         { 28, ERRC_TIMEOUT },   /* OPERATION_TIMEDOUT */
@@ -178,6 +178,8 @@ static void test_names(void **state)
     assert_string_equal(errclass_name(ERRC_IO), "io");
     assert_string_equal(errclass_name(ERRC_BLOCKED), "ssrf_blocked");
     assert_string_equal(errclass_name(ERRC_INTERNAL), "internal");
+    assert_string_equal(errclass_name(ERRC_PROXY), "proxy");
+    assert_int_equal(outcome_classify(0, ERRC_PROXY), OUTCOME_RETRY);
     {
         /* the dead-letter analysis groups by these: stable, body-free */
         char c[32];

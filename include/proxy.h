@@ -1,0 +1,73 @@
+/* proxy.h - an endpoint's HTTP proxy: the `proxy` key parsed and
+ * validated, its credentials kept apart from the form people see, and
+ * the CONNECT target built from an address hookd resolved and checked
+ * itself.
+ *
+ * The security property: a proxied delivery never hands the proxy a
+ * name. hookd resolves the target, picks an address the SSRF guard
+ * allows (netpolicy.h) and has libcurl ask the proxy to CONNECT to that
+ * address (CURLOPT_CONNECT_TO "::ADDR:PORT", always tunnelled, also for
+ * http:// targets); the name stays in the Host header and in SNI. A
+ * target the guard refuses fails before the proxy is contacted. The
+ * proxy itself may sit on a private address (they usually do): the
+ * guard judges where deliveries go, not the hop they take.
+ *
+ * Stored and shown form: "http://host:port", with PROXY_MASKED as its
+ * userinfo when credentials are set; the credentials ("user:password" as written,
+ * percent-encoded) ride apart, sealed with the endpoint's secrets.
+ * Everything but proxy_resolve is pure. */
+#ifndef HOOKD_PROXY_H
+#define HOOKD_PROXY_H
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "netpolicy.h"
+
+#define PROXY_URL_MAX 512     /* the whole key, credentials included */
+#define PROXY_MASKED "***"    /* the userinfo of the shown form */
+#define PROXY_NONE "none"     /* an endpoint's proxy: direct, whatever [delivery] proxy says */
+
+struct proxy_url {
+    char shown[PROXY_URL_MAX];   /* the stored and shown form */
+    char auth[PROXY_URL_MAX];    /* "user:password" as given; "" none */
+    int masked;                  /* the value said "***@": credentials held elsewhere */
+};
+
+/* Parse an endpoint's proxy: "http://[user[:password]@]host:port[/]";
+ * host a name, an IPv4 address or a bracketed IPv6 one. Any other scheme
+ * (https://, socks5://) is refused: only plain HTTP proxies that tunnel
+ * with CONNECT. Returns 0, or -1 with a reason in err that never echoes
+ * the credentials. */
+int proxy_parse(const char *value, struct proxy_url *p, char *err, size_t errlen);
+
+/* The URL libcurl is given (CURLOPT_PROXY): the shown form with the
+ * credentials put back (auth NULL or "": none). 0, or -1 when it does
+ * not fit in n. */
+int proxy_curl_url(const char *shown, const char *auth, char *out, size_t n);
+
+/* The CURLOPT_CONNECT_TO entry that sends any host's connection to the
+ * address sa on port: "::127.0.0.1:443", "::[::1]:443". 0, or -1. */
+int proxy_connect_to(const struct sockaddr *sa, int port, char *out, size_t n);
+
+/* The first of the n addresses a the guard allows, copied into out (its
+ * port untouched). 0; -1 when every one is refused (*reason: the first
+ * one's range) or n is 0 (*reason NULL). */
+int proxy_pick(const struct sockaddr_storage *a, size_t n, const struct netpolicy *np,
+               struct sockaddr_storage *out, const char **reason);
+
+/* host ("example.com", "127.0.0.1", "::1" without brackets) resolved and
+ * picked as proxy_pick does. The addresses of a name are kept
+ * PROXY_DNS_TTL_MS (as libcurl's own DNS cache does), so a delivery
+ * thread blocks in getaddrinfo once a minute per host, not per attempt;
+ * the guard judges them at every use. Thread-safe. 0; -1 refused
+ * (*reason set); -2 the name does not resolve. */
+#define PROXY_DNS_TTL_MS 60000
+int proxy_resolve(const char *host, const struct netpolicy *np, struct sockaddr_storage *out,
+                  const char **reason);
+
+/* The target's host (brackets removed) and port (the scheme's default
+ * when the URL has none) from an http(s) URL. 0, or -1. */
+int proxy_target(const char *url, char *host, size_t hostlen, int *port);
+
+#endif

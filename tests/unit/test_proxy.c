@@ -1,0 +1,225 @@
+/* Unit tests for an endpoint's proxy (proxy.c): the key's syntax, the
+ * credentials kept out of the shown form, the URL libcurl gets, the
+ * CONNECT_TO entry, and the address picked past the SSRF guard.
+ * Expected strings are written out by hand. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <cmocka.h>
+
+#include "proxy.h"
+
+static void test_parse_good(void **state)
+{
+    static const struct {
+        const char *in, *shown, *auth;
+        int masked;
+    } cases[] = {
+        {"http://proxy.internal:3128", "http://proxy.internal:3128", "", 0},
+        {"HTTP://10.0.0.5:8080/", "http://10.0.0.5:8080", "", 0},
+        {"http://[::1]:3128", "http://[::1]:3128", "", 0},
+        {"http://alice:s3cr%40t@proxy:3128", "http://***@proxy:3128", "alice:s3cr%40t", 0},
+        /* the last '@' ends the credentials */
+        {"http://bob:p@ss@[2001:db8::7]:1", "http://***@[2001:db8::7]:1", "bob:p@ss", 0},
+        {"http://token@proxy:65535", "http://***@proxy:65535", "token", 0},
+        /* the stored form reads back, credentials held elsewhere */
+        {"http://***@proxy:3128", "http://***@proxy:3128", "", 1},
+    };
+    struct proxy_url p;
+    char err[200];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(proxy_parse(cases[i].in, &p, err, sizeof err), 0);
+        assert_string_equal(p.shown, cases[i].shown);
+        assert_string_equal(p.auth, cases[i].auth);
+        assert_int_equal(p.masked, cases[i].masked);
+    }
+}
+
+static void test_parse_bad(void **state)
+{
+    static const struct {
+        const char *in, *why;
+    } cases[] = {
+        {"https://proxy:3128", "no other scheme"},
+        {"socks5://proxy:1080", "no other scheme"},
+        {"proxy:3128", "no other scheme"},
+        {"http://proxy", "port"},
+        {"http://proxy:", "port"},
+        {"http://proxy:0", "1-65535"},
+        {"http://proxy:65536", "1-65535"},
+        {"http://proxy:31x8", "1-65535"},
+        {"http://proxy:3128/path", "no path"},
+        {"http://proxy:3128?a=1", "no path"},
+        {"http://[::1]", "port"},
+        {"http://[::zz]:1", "not a host"},
+        {"http://pro_xy:1", "not a host"},
+        {"http://:3128", "not a host"},
+        {"http://@proxy:3128", "empty credentials"},
+        {"http://us er:hunter2@proxy:3128", "blank or control"},
+    };
+    struct proxy_url p;
+    char err[200];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        err[0] = '\0';
+        assert_int_equal(proxy_parse(cases[i].in, &p, err, sizeof err), -1);
+        assert_non_null(strstr(err, cases[i].why));
+        /* the credentials are never echoed */
+        assert_null(strstr(err, "hunter2"));
+        assert_string_equal(p.auth, "");
+    }
+}
+
+static void test_parse_too_long(void **state)
+{
+    char v[PROXY_URL_MAX + 10], err[200];
+    struct proxy_url p;
+
+    (void)state;
+    memset(v, 'a', sizeof v - 1);
+    v[sizeof v - 1] = '\0';
+    memcpy(v, "http://", 7);
+    assert_int_equal(proxy_parse(v, &p, err, sizeof err), -1);
+    assert_non_null(strstr(err, "too long"));
+}
+
+static void test_curl_url(void **state)
+{
+    char out[PROXY_URL_MAX];
+
+    (void)state;
+    assert_int_equal(proxy_curl_url("http://***@proxy:3128", "alice:s3cr%40t", out, sizeof out), 0);
+    assert_string_equal(out, "http://alice:s3cr%40t@proxy:3128");
+    assert_int_equal(proxy_curl_url("http://proxy:3128", NULL, out, sizeof out), 0);
+    assert_string_equal(out, "http://proxy:3128");
+    /* masked but the credentials lost: none are sent, "***" is not one */
+    assert_int_equal(proxy_curl_url("http://***@[::1]:3128", "", out, sizeof out), 0);
+    assert_string_equal(out, "http://[::1]:3128");
+    assert_int_equal(proxy_curl_url("http://***@proxy:3128", "alice:pw", out, 20), -1);
+}
+
+static void test_connect_to(void **state)
+{
+    struct sockaddr_in a4;
+    struct sockaddr_in6 a6;
+    char out[80];
+
+    (void)state;
+    memset(&a4, 0, sizeof a4);
+    a4.sin_family = AF_INET;
+    inet_pton(AF_INET, "192.0.2.10", &a4.sin_addr);
+    assert_int_equal(proxy_connect_to((struct sockaddr *)&a4, 443, out, sizeof out), 0);
+    assert_string_equal(out, "::192.0.2.10:443");
+    memset(&a6, 0, sizeof a6);
+    a6.sin6_family = AF_INET6;
+    inet_pton(AF_INET6, "2001:db8::1", &a6.sin6_addr);
+    assert_int_equal(proxy_connect_to((struct sockaddr *)&a6, 8080, out, sizeof out), 0);
+    assert_string_equal(out, "::[2001:db8::1]:8080");
+    assert_int_equal(proxy_connect_to((struct sockaddr *)&a6, 8080, out, 10), -1);
+}
+
+/* A resolver's answer: private first, then public. */
+static void test_pick(void **state)
+{
+    struct sockaddr_storage a[2], out;
+    struct netpolicy np;
+    const char *reason = NULL;
+    char err[100], txt[INET_ADDRSTRLEN];
+
+    (void)state;
+    memset(a, 0, sizeof a);
+    for (int i = 0; i < 2; i++)
+        a[i].ss_family = AF_INET;
+    inet_pton(AF_INET, "10.1.2.3", &((struct sockaddr_in *)&a[0])->sin_addr);
+    inet_pton(AF_INET, "93.184.216.34", &((struct sockaddr_in *)&a[1])->sin_addr);
+    assert_int_equal(netpolicy_parse(&np, "", err, sizeof err), 0);
+    /* the refused one is passed over */
+    assert_int_equal(proxy_pick(a, 2, &np, &out, &reason), 0);
+    inet_ntop(AF_INET, &((struct sockaddr_in *)&out)->sin_addr, txt, sizeof txt);
+    assert_string_equal(txt, "93.184.216.34");
+    /* only refused ones: the first one's range */
+    assert_int_equal(proxy_pick(a, 1, &np, &out, &reason), -1);
+    assert_string_equal(reason, "private");
+    /* allowed by allow_networks */
+    assert_int_equal(netpolicy_parse(&np, "10.0.0.0/8", err, sizeof err), 0);
+    assert_int_equal(proxy_pick(a, 2, &np, &out, &reason), 0);
+    inet_ntop(AF_INET, &((struct sockaddr_in *)&out)->sin_addr, txt, sizeof txt);
+    assert_string_equal(txt, "10.1.2.3");
+    /* nothing at all */
+    reason = "x";
+    assert_int_equal(proxy_pick(a, 0, &np, &out, &reason), -1);
+    assert_null(reason);
+}
+
+static void test_resolve_literal(void **state)
+{
+    struct netpolicy np;
+    struct sockaddr_storage out;
+    const char *reason = NULL;
+    char err[100];
+
+    (void)state;
+    assert_int_equal(netpolicy_parse(&np, "", err, sizeof err), 0);
+    assert_int_equal(proxy_resolve("127.0.0.1", &np, &out, &reason), -1);
+    assert_string_equal(reason, "loopback");
+    assert_int_equal(netpolicy_parse(&np, "127.0.0.0/8", err, sizeof err), 0);
+    assert_int_equal(proxy_resolve("127.0.0.1", &np, &out, &reason), 0);
+    assert_int_equal(out.ss_family, AF_INET);
+    assert_int_equal(proxy_resolve("no-such-host.invalid", &np, &out, &reason), -2);
+    /* a cached name is judged again at every use */
+    assert_int_equal(proxy_resolve("localhost", &np, &out, &reason), 0);
+    assert_int_equal(netpolicy_parse(&np, "", err, sizeof err), 0);
+    assert_int_equal(proxy_resolve("localhost", &np, &out, &reason), -1);
+    assert_string_equal(reason, "loopback");
+}
+
+static void test_target(void **state)
+{
+    static const struct {
+        const char *url, *host;
+        int port;
+    } ok[] = {
+        {"https://example.com/hook", "example.com", 443},
+        {"http://example.com", "example.com", 80},
+        {"HTTP://localhost:8080/x?y=1", "localhost", 8080},
+        {"https://[::1]:8443/p", "::1", 8443},
+        {"http://[2001:db8::1]/", "2001:db8::1", 80},
+        {"https://127.0.0.1?q", "127.0.0.1", 443},
+    };
+    static const char *const bad[] = {"ftp://h/", "http:///p", "http://[::1/", "http://[::1]x/",
+                                      "http://u:p@h/", "http://h:99999/", "http://h:/"};
+    char host[256];
+    int port;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        assert_int_equal(proxy_target(ok[i].url, host, sizeof host, &port), 0);
+        assert_string_equal(host, ok[i].host);
+        assert_int_equal(port, ok[i].port);
+    }
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(proxy_target(bad[i], host, sizeof host, &port), -1);
+    assert_int_equal(proxy_target("http://example.com/", host, 5, &port), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_good),    cmocka_unit_test(test_parse_bad),
+        cmocka_unit_test(test_parse_too_long), cmocka_unit_test(test_curl_url),
+        cmocka_unit_test(test_connect_to),    cmocka_unit_test(test_pick),
+        cmocka_unit_test(test_resolve_literal), cmocka_unit_test(test_target),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
