@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # tests/bench/run.sh - hookd benchmark driver (see tests/bench/README.md).
-#   run.sh all|enqueue|delivery|scale|postgres|cluster|egress
+#   run.sh all|enqueue|delivery|scale|search|postgres|cluster|egress
 # Normally run through `make bench`, `make bench-enqueue`, `make bench-delivery`,
-# `make bench-scale`, `make bench-postgres`, `make bench-cluster`.
+# `make bench-scale` (search included), `make bench-search`, `make bench-postgres`,
+# `make bench-cluster`.
 # Everything is bounded (counts, durations, timeouts), loopback only, and
 # every process started here (hookd, nginx, the seed's postgres) is stopped
 # on exit. Ratios are what to read: the machine is shared and noisy, both
 # sides of each ratio are measured in the same run, back to back.
 set -euo pipefail
 what=${1:-all}
-case "$what" in all|enqueue|delivery|scale|postgres|cluster|egress) ;;
-  *) echo "usage: $0 all|enqueue|delivery|scale|postgres|cluster|egress" >&2; exit 2;; esac
+case "$what" in all|enqueue|delivery|scale|search|postgres|cluster|egress) ;;
+  *) echo "usage: $0 all|enqueue|delivery|scale|search|postgres|cluster|egress" >&2; exit 2;; esac
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -28,6 +29,10 @@ SCALE_NEPS=${BENCH_SCALE_NEPS:-10000}
 SCALE_MSGS=${BENCH_SCALE_MSGS:-1000000}
 SCALE_SECS=${BENCH_SCALE_SECS:-30}
 PUT_NEPS=${BENCH_PUT_NEPS:-50000}
+SEARCH_ROWS=${BENCH_SEARCH_ROWS:-10000000}
+SEARCH_NEPS=${BENCH_SEARCH_NEPS:-1000}
+SEARCH_REPS=${BENCH_SEARCH_REPS:-7}
+SEARCH_DIR=${BENCH_SEARCH_DIR:-}
 WRK_SECS=${BENCH_WRK_SECS:-5}
 DEL_ROUNDS=${BENCH_DEL_ROUNDS:-3}
 SEED=${BENCH_SEED:-1}
@@ -38,7 +43,7 @@ CL_EPS=${BENCH_CL_EPS:-64}
 CL_INFLIGHT=${BENCH_CL_INFLIGHT:-128}
 RESULTS=$BIN/results.txt
 
-for f in "$HOOKD" "$BIN/loadgen" "$BIN/rawinsert" "$BIN/dbreport"; do
+for f in "$HOOKD" "$BIN/loadgen" "$BIN/rawinsert" "$BIN/dbreport" "$BIN/searchdb"; do
   [ -x "$f" ] || { echo "bench: $f missing (run through make)" >&2; exit 2; }
 done
 if [ "$what" = all ] || [ "$what" = delivery ] || [ "$what" = postgres ] || [ "$what" = cluster ] ||
@@ -623,6 +628,56 @@ bench_scale() {
   row "scale: hookd messages --where, no match, ms" "$s_where" "reads its bound: 100000 rows with payloads"
 }
 
+# ---- 4b. search over a large queue ----
+# SEARCH_ROWS rows over SEARCH_NEPS endpoints and 30 days (searchdb.c:
+# the spread, statuses, event ids, payloads), in a database hookd created
+# itself; then hookd serves it (endpoints paused, retention longer than
+# the rows' age, no check at start) and search.py times the messages
+# admin op, SEARCH_REPS queries of each kind. BENCH_SEARCH_DIR=DIR keeps
+# the database in DIR and reuses it when it already holds SEARCH_ROWS rows
+# (building 10M rows takes minutes and about 3 GB).
+bench_search() {
+  local d=${SEARCH_DIR:-$work/search} have=0 out gen lines first last line kind med max comp
+  mkdir -p "$d"
+  awk -v n="$SEARCH_NEPS" 'BEGIN { for (i = 0; i < n; i++) printf "[endpoint.ep%d]\nurl = http://127.0.0.1:9/hook/%d\npaused = yes\n", i, i }' >"$d/eps.ini"
+  mapfile -t lines <"$d/eps.ini"
+  write_conf "$d" '[storage]' 'check_at_start = off' '[retention]' 'delivered = 3650d' 'dead_letter = 3650d' \
+    "${lines[@]}"
+  if [ -f "$d/hookd.db" ] && [ -f "$d/searchdb.out" ] &&
+     [ "$(kv rows "$(cat "$d/searchdb.out")")" = "$SEARCH_ROWS" ]; then
+    have=1
+    log "search: reusing $d/hookd.db ($(cat "$d/searchdb.out"))"
+  fi
+  if [ $have = 0 ]; then
+    rm -f "$d/hookd.db" "$d/hookd.db-wal" "$d/hookd.db-shm"
+    start_hookd "$d"       # creates the database and its endpoints
+    stop_pid "$HOOKD_PID"
+    log "search: inserting $SEARCH_ROWS rows over $SEARCH_NEPS endpoints and 30 days"
+    bg gen "$BIN/searchdb" -d "$d/hookd.db" -n "$SEARCH_ROWS" || { log "searchdb failed: $gen"; exit 1; }
+    echo "$gen" >"$d/searchdb.out"
+    log "  $gen"
+  fi
+  gen=$(cat "$d/searchdb.out")
+  first=$(kv first_ms "$gen"); last=$(kv last_ms "$gen")
+  start_hookd "$d"
+  bg out python3 "$here/search.py" "$d/hookd.sock" "$first" "$last" "$SEARCH_ROWS" "$SEARCH_NEPS" "$SEARCH_REPS" ||
+    { log "search.py failed: $out"; exit 1; }
+  stop_pid "$HOOKD_PID"
+  [ -n "$SEARCH_DIR" ] || rm -rf "$d"
+  log "  search over $SEARCH_ROWS rows, $SEARCH_REPS queries each:"
+  while read -r line; do
+    log "    $line"
+    kind=$(kv kind "$line"); med=$(kv median_ms "$line"); max=$(kv max_ms "$line")
+    comp=$(kv complete "$line")
+    case "$kind" in
+      where*) row "search: $kind, ms (median/worst)" "$med/$max" \
+                "$SEARCH_ROWS rows; scanned $(kv scanned "$line"), answered in full $comp";;
+      *) row "search: $kind, ms (median/worst)" "$med/$max" \
+           "$SEARCH_ROWS rows; answered in full $comp; $(verdict_le "$max" 50)";;
+    esac
+  done <<<"$out"
+}
+
 # ---- 5. several nodes on one PostgreSQL ----
 # A receiver that answers every request after 50 ms (nginx with the echo
 # module's echo_sleep: no thread per request), so delivery is bound by
@@ -701,6 +756,7 @@ bench_cluster() {
 case "$what" in all|enqueue) bench_enqueue;; esac
 case "$what" in all|delivery) bench_delivery;; esac
 case "$what" in all|scale) bench_scale;; esac
+case "$what" in all|scale|search) bench_search;; esac
 case "$what" in all|postgres) bench_postgres;; esac
 case "$what" in all|cluster) bench_cluster;; esac
 # shellcheck source=tests/bench/egress.sh
