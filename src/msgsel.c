@@ -295,6 +295,59 @@ static int walk_row(void *arg, const struct store_message *m, const char *payloa
     return 0;
 }
 
+struct probe {
+    int64_t id, created_at;
+};
+
+static int probe_row(void *arg, const struct store_message *m, const char *payload, size_t len)
+{
+    struct probe *p = arg;
+
+    (void)payload;
+    (void)len;
+    p->id = m->id;
+    p->created_at = m->created_at;
+    return 1;
+}
+
+/* The newest row below id x (p->id 0: none): one primary-key seek. */
+static int probe(struct store *st, int64_t x, struct probe *p)
+{
+    struct store_scan sc = {.before = x, .limit = 1};
+
+    p->id = p->created_at = 0;
+    return st->ops->message_scan(st, &sc, probe_row, p);
+}
+
+/* Where a walk with an until starts: ids grow with created_at, so the
+ * rows created before until (+ the slack for a clock stepped back) lie
+ * below one id, found by bisecting the primary key (about 24 seeks for
+ * 10M ids) rather than reading every newer row (hookd(8)). *before is
+ * lowered, never raised. 0, or -1 with the store's error. */
+static int until_start(struct store *st, int64_t until, int64_t *before)
+{
+    int64_t t = until + MSGSEL_SINCE_SLACK_MS, lo = 1, hi;
+    struct probe p;
+
+    if (probe(st, *before > 0 ? *before : INT64_MAX, &p) < 0)
+        return -1;
+    if (!p.id || p.created_at < t)
+        return 0;   /* the newest row is already in the window */
+    /* f(x) = created_at of the newest row below x; f(lo) < t <= f(hi) */
+    hi = p.id + 1;
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (probe(st, mid, &p) < 0)
+            return -1;
+        if (!p.id || p.created_at < t)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *before = lo;
+    return 0;
+}
+
 int msgsel_walk(struct store *st, const struct msgsel *s, int64_t max,
                 int (*fn)(void *ctx, const struct store_message *m), void *ctx, struct msgsel_walk *out)
 {
@@ -304,6 +357,8 @@ int msgsel_walk(struct store *st, const struct msgsel *s, int64_t max,
     memset(out, 0, sizeof *out);
     if (s->id && s->after && s->id >= s->after)
         return 0;
+    if (s->until && !s->id && !s->event_id && until_start(st, s->until, &before) < 0)
+        return -1;
     /* by id: the walk starts at it (its first row is it or older) */
     while (!w.done && out->scanned < cap) {
         int64_t want = s->nwhere ? MSGSEL_PAGE_PAYLOADS : MSGSEL_PAGE,
