@@ -665,16 +665,18 @@ bench_search() {
   stop_pid "$HOOKD_PID"
   [ -n "$SEARCH_DIR" ] || rm -rf "$d"
   log "  search over $SEARCH_ROWS rows, $SEARCH_REPS queries each:"
+  row "search: rows, endpoints (30 days)" "$SEARCH_ROWS" "$SEARCH_NEPS endpoints; $SEARCH_REPS queries of each kind"
   while read -r line; do
     log "    $line"
     kind=$(kv kind "$line"); med=$(kv median_ms "$line"); max=$(kv max_ms "$line")
     comp=$(kv complete "$line")
-    case "$kind" in
-      where*) row "search: $kind, ms (median/worst)" "$med/$max" \
-                "$SEARCH_ROWS rows; scanned $(kv scanned "$line"), answered in full $comp";;
-      *) row "search: $kind, ms (median/worst)" "$med/$max" \
-           "$SEARCH_ROWS rows; answered in full $comp; $(verdict_le "$max" 50)";;
-    esac
+    # a walk's cost is reported (its bound is what holds it), an index's is held to 50 ms
+    if [ "$(kv walk "$line")" = 1 ]; then
+      row "search: $kind, ms (median/worst)" "$med/$max" \
+        "walk: read $(kv scanned "$line") rows, answered in full $comp"
+    else
+      row "search: $kind, ms (median/worst)" "$med/$max" "answered in full $comp; $(verdict_le "$max" 50)"
+    fi
   done <<<"$out"
 }
 

@@ -10,7 +10,9 @@ written to the reply read (the reader thread's work, the socket and JSON
 both ways; not the CLI's process start). Prints one line per kind:
   kind=NAME median_ms=.. max_ms=.. rows=.. scanned=.. complete=N/REPS
 complete counts the replies that answered in full: `limit` rows, or
-next null (nothing left). Standard library only."""
+next null (nothing left); walk=1 marks the kinds no index narrows (read
+newest first up to the walk's bound of 100,000 rows). Standard library
+only."""
 import json
 import random
 import socket
@@ -80,12 +82,16 @@ def main():
         ("status=dead_letter+1d-window", lambda: dict(window(DAY), status=["dead_letter"])),
         ("endpoint(big)-only", lambda: {"endpoint": big_ep()}),
         ("endpoint(small)-only", lambda: {"endpoint": small_ep()}),
+        ("type-glob,no-match", lambda: {"type": "nomatch.*"}),
         ("where-click_id,last-1h", lambda: {"where": ["click_id=c_%d" % rnd.randint(rows - rows // 720, rows)],
                                               "since": last - HOUR}),
         ("where-click_id,1h-window", lambda: dict(window(HOUR), where=["click_id=c_%d" % rid()])),
         ("where-click_id,1d-window", lambda: dict(window(DAY), where=["click_id=c_%d" % rid()])),
         ("where-no-match,1d-window", lambda: dict(window(DAY), where=["no.such=1"])),
     ]
+    # answered by reading rows newest first up to the walk's bound (no
+    # index narrows them): reported, not held to the 50 ms target
+    walks = {"endpoint(small)+1d-window", "endpoint(big)-only", "endpoint(small)-only", "type-glob,no-match"}
     only = set(sys.argv[7].split(",")) if len(sys.argv) > 7 else None
     for name, make in kinds:
         if only and name not in only:
@@ -102,9 +108,9 @@ def main():
             lim = req.get("limit", 100)
             if req.get("op") == "get" or n >= lim or r.get("next") is None:
                 complete += 1
-        print("kind=%s median_ms=%.1f max_ms=%.1f rows=%d scanned=%d complete=%d/%d" % (
+        print("kind=%s median_ms=%.1f max_ms=%.1f rows=%d scanned=%d complete=%d/%d walk=%d" % (
             name, statistics.median(times), max(times), statistics.median(nrows),
-            statistics.median(scanned), complete, reps), flush=True)
+            statistics.median(scanned), complete, reps, name in walks or name.startswith("where")), flush=True)
     return 0
 
 
