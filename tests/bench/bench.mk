@@ -28,7 +28,7 @@
 
 BENCH_OUT   := $(BUILD)/bench
 BENCH_TOOLS := $(BENCH_OUT)/loadgen $(BENCH_OUT)/rawinsert $(BENCH_OUT)/dbreport $(BENCH_OUT)/curlfloor \
-               $(BENCH_OUT)/searchdb
+               $(BENCH_OUT)/searchdb $(BENCH_OUT)/hookd-nofilter
 BENCH_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
                 $(shell $(PKG_CONFIG) --cflags sqlite3 2>/dev/null)
 BENCH_LIBS  := $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null || echo -lsqlite3)
@@ -55,6 +55,16 @@ $(BENCH_OUT)/curlfloor: tests/bench/curlfloor.c tests/bench/bench_common.h
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) $(shell $(PKG_CONFIG) --cflags libcurl 2>/dev/null) -o $@ $< \
 	  $(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null || echo -lcurl)
+
+# hookd with the filter hook compiled out (intake.c's filtered_out answers
+# 0 without looking at the endpoint): the baseline of the enqueue section's
+# "filter hook" row. Its intake.o comes first, so the archive's is not linked.
+$(BENCH_OUT)/intake-nofilter.o: src/intake.c $(wildcard include/*.h) $(BUILD)/gen/schema_sql.h $(BUILD)/gen/schema_pg_sql.h
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -DHOOKD_BENCH_NO_FILTER=1 $(CFLAGS) -c -o $@ $<
+
+$(BENCH_OUT)/hookd-nofilter: $(MAIN_OBJ) $(BENCH_OUT)/intake-nofilter.o $(BUILD)/libhookd.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 bench-tools: $(BENCH_TOOLS)
 

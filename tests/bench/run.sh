@@ -43,7 +43,7 @@ CL_EPS=${BENCH_CL_EPS:-64}
 CL_INFLIGHT=${BENCH_CL_INFLIGHT:-128}
 RESULTS=$BIN/results.txt
 
-for f in "$HOOKD" "$BIN/loadgen" "$BIN/rawinsert" "$BIN/dbreport" "$BIN/searchdb"; do
+for f in "$HOOKD" "$BIN/loadgen" "$BIN/rawinsert" "$BIN/dbreport" "$BIN/searchdb" "$BIN/hookd-nofilter"; do
   [ -x "$f" ] || { echo "bench: $f missing (run through make)" >&2; exit 2; }
 done
 if [ "$what" = all ] || [ "$what" = delivery ] || [ "$what" = postgres ] || [ "$what" = cluster ] ||
@@ -72,6 +72,7 @@ if [ "$what" = all ] || [ "$what" = delivery ] || [ "$what" = postgres ]; then
   [ "$SEED" = 0 ] || need_pkgs postgresql python3-psycopg2 python3-requests
 fi
 [ "$what" != all ] && [ "$what" != postgres ] || need_pkgs postgresql
+[ "$what" != all ] && [ "$what" != enqueue ] || need_pkgs valgrind   # the filter hook's instruction counts
 if [ "$what" = all ] || [ "$what" = cluster ]; then
   command -v nginx >/dev/null || need_pkgs nginx-light
   need_pkgs postgresql libnginx-mod-http-echo   # echo_sleep: a receiver that answers after 50 ms
@@ -218,6 +219,54 @@ bench_enqueue() {
     "less noise-sensitive than the rate; best round"
   row "enqueue: raw with hookd's INSERT ... RETURNING id, rows/s" "$best_u" \
     "diagnostic: the statement's own cost ($(div "$best_u" "$best_r") of plain)"
+}
+
+# The filter hook's cost to endpoints without a filter: fan-out enqueues
+# to FH_EPS endpoints (every one subscribed, none with a filter, paused),
+# hookd against hookd-nofilter (bench.mk: the same code with the hook
+# compiled out), counted in instructions by callgrind (a wall-clock pair
+# cannot see a cost this small on a shared machine). One connection, one
+# request in flight: every enqueue is its own commit, so both builds do
+# exactly the same SQLite work and the counts repeat to within 0.01%.
+# Rounds alternate (hook, none, none, hook); startup and shutdown,
+# counted once with one enqueue, are taken off.
+FH_N=${BENCH_FH_N:-2000}
+FH_EPS=${BENCH_FH_EPS:-10}
+fh_count() {  # fh_count BIN N TAG: instructions of hookd's whole run
+  local d=$work/fh-$3 p lines
+  mapfile -t lines < <(awk -v n="$FH_EPS" 'BEGIN { for (i = 0; i < n; i++)
+    printf "[endpoint.f%d]\nurl = http://127.0.0.1:9/f/%d\nevent_types = *\npaused = yes\n", i, i }')
+  write_conf "$d" "${lines[@]}"
+  # instructions, not fsyncs, are measured
+  sed -i 's/^synchronous = full$/synchronous = normal/' "$d/hookd.ini"
+  (cd "$d" && exec valgrind --tool=callgrind --callgrind-out-file="$d/cg.out" "$1" serve -c "$d/hookd.ini") \
+    >"$d/hookd.log" 2>&1 &
+  p=$!
+  hookd_pids+=("$p")
+  local n=600
+  while [ ! -S "$d/hookd.sock" ]; do
+    kill -0 "$p" 2>/dev/null || { cat "$d/hookd.log" >&2; log "hookd under callgrind exited"; exit 1; }
+    n=$((n - 1)); [ $n -gt 0 ] || { log "no socket under callgrind after 60 s"; exit 1; }
+    sleep 0.1
+  done
+  "$BIN/loadgen" enqueue -s "$d/hookd.sock" -F fh -c 1 -w 1 -n "$2" -t "fh$3" >/dev/null ||
+    { log "fan-out enqueue under callgrind failed"; exit 1; }
+  stop_pid "$p" 60
+  sed -n 's/^totals: *//p' "$d/cg.out"
+  rm -rf "$d"
+}
+bench_filter_hook() {
+  local base h1 n1 n2 h2 hook none ratio
+  log "enqueue: the filter hook, fan-out to $FH_EPS endpoints without filters, $FH_N enqueues, callgrind"
+  base=$(fh_count "$HOOKD" 1 base)
+  h1=$(fh_count "$HOOKD" "$FH_N" h1); n1=$(fh_count "$BIN/hookd-nofilter" "$FH_N" n1)
+  n2=$(fh_count "$BIN/hookd-nofilter" "$FH_N" n2); h2=$(fh_count "$HOOKD" "$FH_N" h2)
+  log "  instructions: startup $base; hook $h1 $h2; no hook $n1 $n2"
+  hook=$(awk -v a="$h1" -v b="$h2" -v s="$base" -v n="$FH_N" 'BEGIN { printf "%.0f", ((a + b) / 2 - s) / n }')
+  none=$(awk -v a="$n1" -v b="$n2" -v s="$base" -v n="$FH_N" 'BEGIN { printf "%.0f", ((a + b) / 2 - s) / n }')
+  ratio=$(awk -v a="$hook" -v b="$none" 'BEGIN { printf "%.4f", a / b }')
+  row "enqueue: instructions/enqueue, fan-out to $FH_EPS, no filters" "$hook | $none" \
+    "filter hook | compiled out: ratio $ratio (callgrind, 2 runs each); $(verdict_le "$ratio" 1.01)"
 }
 
 # ---- 2. delivery ----
@@ -755,7 +804,7 @@ bench_cluster() {
   row "cluster: ratio 2 nodes / 1 node" "$ratio" "$(verdict "$ratio" 1.7)"
 }
 
-case "$what" in all|enqueue) bench_enqueue;; esac
+case "$what" in all|enqueue) bench_enqueue; bench_filter_hook;; esac
 case "$what" in all|delivery) bench_delivery;; esac
 case "$what" in all|scale) bench_scale;; esac
 case "$what" in all|scale|search) bench_search;; esac
