@@ -7,7 +7,10 @@
  * Bounds. A walk reads rows newest first, at most MSGSEL_SCAN_MAX of
  * them (or only the rows of one event id, from its index), and stops at
  * the first row created before `since`: a search never holds its thread
- * longer than that, and says where to go on (next) when it stopped early. */
+ * longer than that, and says where to go on (next) when it stopped early.
+ * With `until` it starts at the window's end; one endpoint's walk has the
+ * store read spans of ids and hand over only that endpoint's rows, bound
+ * by ids covered instead (msgsel.c). */
 #ifndef HOOKD_MSGSEL_H
 #define HOOKD_MSGSEL_H
 #include <stddef.h>

@@ -230,9 +230,12 @@ struct store_filter {
 /* What a search reads (message_scan), from an index where it can. */
 struct store_scan {
     const char *event_id;        /* only this event id's rows; NULL: any */
-    int dead_letters;            /* without event_id: only dead letters ... */
-    const char *endpoint;        /* ... and then only this endpoint's (name; NULL: any) */
+    int dead_letters;            /* without event_id: only dead letters */
+    const char *endpoint;        /* without event_id: only this endpoint's rows (name; NULL: any) */
     int64_t before;              /* ids below this one (0: no bound) */
+    int64_t floor;               /* ... and at or above this one (0: no bound); with endpoint and
+                                  * neither event_id nor dead_letters, every row of the span is read
+                                  * and only the endpoint's are handed over */
     int64_t limit;               /* at most this many rows */
     int with_payload;            /* the payload's bytes too (else NULL) */
 };

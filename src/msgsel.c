@@ -17,6 +17,11 @@
 #define MSGSEL_PAGE_PAYLOADS 50
 /* how far below since a walk goes on before it stops */
 #define MSGSEL_SINCE_SLACK_MS (10 * 60 * 1000LL)
+/* an endpoint's walk: ids per statement, and its bound in ids covered
+ * against a plain walk's in rows read (measured: 100,000 ids filtered by
+ * the store in 15 ms, 100,000 rows handed over in 80 ms) */
+#define MSGSEL_SPAN 50000
+#define MSGSEL_SPAN_FACTOR 5
 
 /* the message for a member; -1 */
 #define bad(err, errlen, fmt, name) (snprintf((err), (errlen), fmt, (name)), -1)
@@ -295,6 +300,105 @@ static int walk_row(void *arg, const struct store_message *m, const char *payloa
     return 0;
 }
 
+struct probe {
+    int64_t id, created_at;
+};
+
+static int probe_row(void *arg, const struct store_message *m, const char *payload, size_t len)
+{
+    struct probe *p = arg;
+
+    (void)payload;
+    (void)len;
+    p->id = m->id;
+    p->created_at = m->created_at;
+    return 1;
+}
+
+/* The newest row below id x (p->id 0: none): one primary-key seek. */
+static int probe(struct store *st, int64_t x, struct probe *p)
+{
+    struct store_scan sc = {.before = x, .limit = 1};
+
+    p->id = p->created_at = 0;
+    return st->ops->message_scan(st, &sc, probe_row, p);
+}
+
+/* The id below which every row was created before t: ids grow with
+ * created_at, so the primary key is bisected for it (about 24 seeks for
+ * 10M ids) rather than every newer row read (hookd(8)). top: the walk's
+ * exclusive upper id; *at = top when the newest row below it is already
+ * older than t (or there is none). 0, or -1 with the store's error. */
+static int id_before(struct store *st, int64_t t, int64_t top, int64_t *at)
+{
+    int64_t lo = 1, hi;
+    struct probe p;
+
+    *at = top;
+    if (probe(st, top, &p) < 0)
+        return -1;
+    if (!p.id || p.created_at < t)
+        return 0;
+    /* f(x) = created_at of the newest row below x; f(lo) < t <= f(hi) */
+    hi = p.id + 1;
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (probe(st, mid, &p) < 0)
+            return -1;
+        if (!p.id || p.created_at < t)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *at = lo;
+    return 0;
+}
+
+/* One endpoint's rows (no event id, not dead letters alone): the store
+ * reads spans of ids and hands over only that endpoint's rows, which
+ * costs a fraction of handing every row over (hookd(8)), so the bound is
+ * MSGSEL_SPAN_FACTOR times the rows of a plain walk, counted in ids
+ * covered. The window's ends are found by bisection: nothing outside
+ * them is read. */
+static int endpoint_walk(struct store *st, const struct msgsel *s, struct walk_ctx *w, int64_t top, int64_t cap)
+{
+    int64_t bottom = 1, covered = 0, want = s->nwhere ? MSGSEL_PAGE_PAYLOADS : MSGSEL_PAGE;
+    struct probe p;
+
+    if (top == INT64_MAX) {
+        if (probe(st, INT64_MAX, &p) < 0)
+            return -1;
+        top = p.id + 1;   /* an empty table: 1, nothing to read */
+    }
+    if (s->since && id_before(st, s->since - MSGSEL_SINCE_SLACK_MS, top, &bottom) < 0)
+        return -1;
+    if (bottom < 1)
+        bottom = 1;
+    while (!w->done && top > bottom && covered < cap) {
+        int64_t span = cap - covered < MSGSEL_SPAN ? cap - covered : MSGSEL_SPAN,
+                floor = top - span > bottom ? top - span : bottom;
+        struct store_scan sc = {.endpoint = s->endpoint, .before = top, .floor = floor, .limit = want,
+                                .with_payload = s->nwhere > 0};
+        w->page_rows = 0;
+        if (st->ops->message_scan(st, &sc, walk_row, w) < 0)
+            return -1;
+        if (w->done || w->page_rows == want) {
+            /* stopped inside the span: go on below its last row */
+            covered += top - w->last_scanned;
+            top = w->last_scanned;
+        } else {
+            covered += top - floor;
+            top = floor;
+        }
+    }
+    w->out->scanned = covered;
+    if (w->full)
+        w->out->next = w->last_given;
+    else if (!w->done && top > bottom)
+        w->out->next = top;
+    return 0;
+}
+
 int msgsel_walk(struct store *st, const struct msgsel *s, int64_t max,
                 int (*fn)(void *ctx, const struct store_message *m), void *ctx, struct msgsel_walk *out)
 {
@@ -304,6 +408,14 @@ int msgsel_walk(struct store *st, const struct msgsel *s, int64_t max,
     memset(out, 0, sizeof *out);
     if (s->id && s->after && s->id >= s->after)
         return 0;
+    if (s->until && !s->id && !s->event_id) {
+        int64_t top = before > 0 ? before : INT64_MAX;
+        if (id_before(st, s->until + MSGSEL_SINCE_SLACK_MS, top, &top) < 0)
+            return -1;
+        before = top == INT64_MAX ? 0 : top;
+    }
+    if (s->endpoint && !s->id && !s->event_id && s->statuses != MSG_BIT(MSG_DEAD_LETTER))
+        return endpoint_walk(st, s, &w, before > 0 ? before : INT64_MAX, cap * MSGSEL_SPAN_FACTOR);
     /* by id: the walk starts at it (its first row is it or older) */
     while (!w.done && out->scanned < cap) {
         int64_t want = s->nwhere ? MSGSEL_PAGE_PAYLOADS : MSGSEL_PAGE,

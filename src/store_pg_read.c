@@ -380,14 +380,19 @@ int pg_message_scan(struct store *s, const struct store_scan *sc,
 #define PG_SEARCH(where)                                                                                   \
     "SELECT " PG_MSG_COLS ", CASE WHEN $4::int = 1 THEN convert_from(q.payload, 'UTF8') END "            \
     "FROM hookd_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE " where " AND q.id < $2 "    \
-    "ORDER BY q.id DESC LIMIT $3"
+    "AND q.id >= $6 ORDER BY q.id DESC LIMIT $3"
     struct pg_store *g = (struct pg_store *)s;
     const char *sql = sc->event_id ? PG_SEARCH("q.event_id = $1 AND $5::text IS NULL")
                       : sc->dead_letters && sc->endpoint
                           ? PG_SEARCH("$1::text IS NULL AND q.status = 'dead_letter' AND "
                                       "q.endpoint_id = (SELECT x.id FROM endpoints x WHERE x.name = $5)")
                       : sc->dead_letters ? PG_SEARCH("$1::text IS NULL AND $5::text IS NULL AND q.status = 'dead_letter'")
-                                         : PG_SEARCH("$1::text IS NULL AND $5::text IS NULL");
+                      /* a span of ids read whole: "+ 0" keeps the planner
+                       * off the dedup key (endpoint first: every row of a
+                       * large endpoint, then a sort) */
+                      : sc->endpoint ? PG_SEARCH("$1::text IS NULL AND "
+                                                 "q.endpoint_id + 0 = (SELECT x.id FROM endpoints x WHERE x.name = $5)")
+                                     : PG_SEARCH("$1::text IS NULL AND $5::text IS NULL");
 #undef PG_SEARCH
     struct pg_params p;
     PGresult *r;
@@ -398,7 +403,8 @@ int pg_message_scan(struct store *s, const struct store_scan *sc,
     pg_p_i64(&p, sc->before > 0 ? sc->before : INT64_MAX);   /* a plain bound: an index seek */
     pg_p_i64(&p, sc->limit);
     pg_p_i64(&p, sc->with_payload != 0);
-    pg_p_text(&p, sc->dead_letters && !sc->event_id ? sc->endpoint : NULL);
+    pg_p_text(&p, !sc->event_id ? sc->endpoint : NULL);
+    pg_p_i64(&p, sc->floor);
     if (pg_ensure_conn(g) < 0)
         return -1;
     r = PQexecParams(g->conn, sql, p.n, NULL, p.v, p.len, p.fmt, 0);

@@ -141,7 +141,7 @@ void sq_msg_cols(sqlite3_stmt *st, struct store_message *m)
 
 #define SQ_SEARCH(index, where)                                                                           \
     "SELECT " SQ_MSG_COLS ", CASE WHEN ?4 THEN q.payload END FROM webhook_queue q " index " "            \
-    "LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE " where " AND q.id < ?2 "                       \
+    "LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE " where " AND q.id < ?2 AND q.id >= ?6 "        \
     "ORDER BY q.id DESC LIMIT ?3"
 
 /* INDEXED BY for the dead letters: with idx_queue_dead (status,
@@ -155,6 +155,10 @@ const char *sq_search_sql(const struct store_scan *sc)
                          "AND q.endpoint_id = (SELECT x.id FROM endpoints x WHERE x.name = ?5)");
     if (sc->dead_letters)
         return SQ_SEARCH("INDEXED BY idx_queue_dead_id", "?1 IS NULL AND ?5 IS NULL AND q.status = 'dead_letter'");
+    /* the span of ids, read whole: +endpoint_id keeps the planner off
+     * the endpoint-first partial indexes, which do not hold every row */
+    if (sc->endpoint)
+        return SQ_SEARCH("", "?1 IS NULL AND +q.endpoint_id = (SELECT x.id FROM endpoints x WHERE x.name = ?5)");
     return SQ_SEARCH("", "?1 IS NULL AND ?5 IS NULL");
 }
 
@@ -162,7 +166,8 @@ const char *sq_search_sql(const struct store_scan *sc)
  * (requeue, purge and erase by filter), whose statements are its own.
  * Newest first by rowid (a walk of the table's own B-tree from `before`
  * down), or the rows of one event id from idx_queue_event, or dead
- * letters from idx_queue_dead_id / idx_queue_dead_ep. */
+ * letters from idx_queue_dead_id / idx_queue_dead_ep, or one endpoint's
+ * rows out of a span of the table. */
 int sq_message_scan(struct store *s, const struct store_scan *sc,
                     int (*fn)(void *ctx, const struct store_message *m, const char *payload, size_t len),
                     void *ctx)
@@ -176,8 +181,9 @@ int sq_message_scan(struct store *s, const struct store_scan *sc,
         return sq_fail(q, rc, "search");
     if (sc->event_id)
         sqlite3_bind_text(st, 1, sc->event_id, -1, SQLITE_STATIC);
-    if (sc->dead_letters && sc->endpoint && !sc->event_id)
+    if (sc->endpoint && !sc->event_id)
         sqlite3_bind_text(st, 5, sc->endpoint, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, sc->floor);
     /* a plain bound: "(?2 = 0 OR id < ?2)" would walk from the newest
      * row down on every page instead of seeking */
     sqlite3_bind_int64(st, 2, sc->before > 0 ? sc->before : INT64_MAX);

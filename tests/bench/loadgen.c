@@ -1,9 +1,11 @@
 /* loadgen.c - the benchmark client of hookd's control socket.
  *
  *   loadgen enqueue -s SOCK -e ENDPOINT [-E K] [-c 4] [-n 200000] [-w 1000] [-t TAG] [-W] [-T 300]
+ *   loadgen enqueue -s SOCK -F TYPE ...
  *       N enqueues spread over C connections, each keeping up to W requests
  *       outstanding (pipelined). -E K: endpoints ENDPOINT0 .. ENDPOINT(K-1),
- *       round robin, instead of ENDPOINT itself. Every reply must carry "ok":true. Time runs
+ *       round robin, instead of ENDPOINT itself. -F TYPE: fan-out enqueues
+ *       of event type TYPE (no endpoint: every subscriber gets a row). Every reply must carry "ok":true. Time runs
  *       from the first send to the last ack. -W: then poll stats until the
  *       queue is empty (pending + in_flight == 0 and N rows settled).
  *   loadgen steady -s SOCK -e ENDPOINT [-r 1000] [-d 10] [-t TAG]
@@ -59,7 +61,7 @@ struct lc {
     size_t ilen;
 };
 
-static const char *opt_sock, *opt_ep, *opt_tag = "b";
+static const char *opt_sock, *opt_ep, *opt_tag = "b", *opt_fanout;
 static long opt_n = 200000, opt_window = 1000, opt_rate = 1000, opt_secs = 10, opt_timeout = 300;
 static int opt_conns = 4, opt_wait, opt_rport;
 static long opt_neps;           /* -E: round robin over this many endpoints */
@@ -113,13 +115,20 @@ static void lc_append_enqueue(struct lc *c, long i)
 
     bench_event_id(id, sizeof id, opt_tag, c->idx, i);
     bench_payload(pl, sizeof pl, i);
-    if (opt_neps > 0)
+    if (opt_fanout)
+        ep[0] = '\0';
+    else if (opt_neps > 0)
         snprintf(ep, sizeof ep, "%s%lu", opt_ep, ep_next++ % (unsigned long)opt_neps);
     else
         snprintf(ep, sizeof ep, "%s", opt_ep);
     lc_reserve(c, 512);
-    n = snprintf(c->ob + c->olen, c->ocap - c->olen,
-                 "{\"op\":\"enqueue\",\"endpoint\":\"%s\",\"event_id\":\"%s\",\"payload\":%s}\n", ep, id, pl);
+    if (opt_fanout)
+        n = snprintf(c->ob + c->olen, c->ocap - c->olen,
+                     "{\"op\":\"enqueue\",\"event_type\":\"%s\",\"event_id\":\"%s\",\"payload\":%s}\n", opt_fanout,
+                     id, pl);
+    else
+        n = snprintf(c->ob + c->olen, c->ocap - c->olen,
+                     "{\"op\":\"enqueue\",\"endpoint\":\"%s\",\"event_id\":\"%s\",\"payload\":%s}\n", ep, id, pl);
     c->olen += (size_t)n;
     c->sent++;
 }
@@ -665,11 +674,12 @@ int main(int argc, char **argv)
     mode = argv[1];
     signal(SIGPIPE, SIG_IGN);
     optind = 2;
-    while ((o = getopt(argc, argv, "s:e:E:c:n:w:t:WT:r:d:R:")) != -1) {
+    while ((o = getopt(argc, argv, "s:e:E:F:c:n:w:t:WT:r:d:R:")) != -1) {
         switch (o) {
         case 's': opt_sock = optarg; break;
         case 'e': opt_ep = optarg; break;
         case 'E': opt_neps = atol(optarg); break;
+        case 'F': opt_fanout = optarg; break;
         case 'c': opt_conns = atoi(optarg); break;
         case 'n': opt_n = atol(optarg); break;
         case 'w': opt_window = atol(optarg); break;
@@ -700,7 +710,7 @@ int main(int argc, char **argv)
         printf("\n");
         return rc;
     }
-    if (!opt_ep)
+    if (!opt_ep && !(opt_fanout && strcmp(mode, "enqueue") == 0))
         usage();
     if (strcmp(mode, "enqueue") == 0)
         return run_enqueue();

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # tests/bench/run.sh - hookd benchmark driver (see tests/bench/README.md).
-#   run.sh all|enqueue|delivery|scale|postgres|cluster|egress
+#   run.sh all|enqueue|delivery|scale|search|postgres|cluster|egress
 # Normally run through `make bench`, `make bench-enqueue`, `make bench-delivery`,
-# `make bench-scale`, `make bench-postgres`, `make bench-cluster`.
+# `make bench-scale` (search included), `make bench-search`, `make bench-postgres`,
+# `make bench-cluster`.
 # Everything is bounded (counts, durations, timeouts), loopback only, and
 # every process started here (hookd, nginx, the seed's postgres) is stopped
 # on exit. Ratios are what to read: the machine is shared and noisy, both
 # sides of each ratio are measured in the same run, back to back.
 set -euo pipefail
 what=${1:-all}
-case "$what" in all|enqueue|delivery|scale|postgres|cluster|egress) ;;
-  *) echo "usage: $0 all|enqueue|delivery|scale|postgres|cluster|egress" >&2; exit 2;; esac
+case "$what" in all|enqueue|delivery|scale|search|postgres|cluster|egress) ;;
+  *) echo "usage: $0 all|enqueue|delivery|scale|search|postgres|cluster|egress" >&2; exit 2;; esac
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -28,6 +29,10 @@ SCALE_NEPS=${BENCH_SCALE_NEPS:-10000}
 SCALE_MSGS=${BENCH_SCALE_MSGS:-1000000}
 SCALE_SECS=${BENCH_SCALE_SECS:-30}
 PUT_NEPS=${BENCH_PUT_NEPS:-50000}
+SEARCH_ROWS=${BENCH_SEARCH_ROWS:-10000000}
+SEARCH_NEPS=${BENCH_SEARCH_NEPS:-1000}
+SEARCH_REPS=${BENCH_SEARCH_REPS:-7}
+SEARCH_DIR=${BENCH_SEARCH_DIR:-}
 WRK_SECS=${BENCH_WRK_SECS:-5}
 DEL_ROUNDS=${BENCH_DEL_ROUNDS:-3}
 SEED=${BENCH_SEED:-1}
@@ -38,7 +43,7 @@ CL_EPS=${BENCH_CL_EPS:-64}
 CL_INFLIGHT=${BENCH_CL_INFLIGHT:-128}
 RESULTS=$BIN/results.txt
 
-for f in "$HOOKD" "$BIN/loadgen" "$BIN/rawinsert" "$BIN/dbreport"; do
+for f in "$HOOKD" "$BIN/loadgen" "$BIN/rawinsert" "$BIN/dbreport" "$BIN/searchdb" "$BIN/hookd-nofilter"; do
   [ -x "$f" ] || { echo "bench: $f missing (run through make)" >&2; exit 2; }
 done
 if [ "$what" = all ] || [ "$what" = delivery ] || [ "$what" = postgres ] || [ "$what" = cluster ] ||
@@ -67,6 +72,7 @@ if [ "$what" = all ] || [ "$what" = delivery ] || [ "$what" = postgres ]; then
   [ "$SEED" = 0 ] || need_pkgs postgresql python3-psycopg2 python3-requests
 fi
 [ "$what" != all ] && [ "$what" != postgres ] || need_pkgs postgresql
+[ "$what" != all ] && [ "$what" != enqueue ] || need_pkgs valgrind   # the filter hook's instruction counts
 if [ "$what" = all ] || [ "$what" = cluster ]; then
   command -v nginx >/dev/null || need_pkgs nginx-light
   need_pkgs postgresql libnginx-mod-http-echo   # echo_sleep: a receiver that answers after 50 ms
@@ -213,6 +219,54 @@ bench_enqueue() {
     "less noise-sensitive than the rate; best round"
   row "enqueue: raw with hookd's INSERT ... RETURNING id, rows/s" "$best_u" \
     "diagnostic: the statement's own cost ($(div "$best_u" "$best_r") of plain)"
+}
+
+# The filter hook's cost to endpoints without a filter: fan-out enqueues
+# to FH_EPS endpoints (every one subscribed, none with a filter, paused),
+# hookd against hookd-nofilter (bench.mk: the same code with the hook
+# compiled out), counted in instructions by callgrind (a wall-clock pair
+# cannot see a cost this small on a shared machine). One connection, one
+# request in flight: every enqueue is its own commit, so both builds do
+# exactly the same SQLite work and the counts repeat to within 0.01%.
+# Rounds alternate (hook, none, none, hook); startup and shutdown,
+# counted once with one enqueue, are taken off.
+FH_N=${BENCH_FH_N:-2000}
+FH_EPS=${BENCH_FH_EPS:-10}
+fh_count() {  # fh_count BIN N TAG: instructions of hookd's whole run
+  local d=$work/fh-$3 p lines
+  mapfile -t lines < <(awk -v n="$FH_EPS" 'BEGIN { for (i = 0; i < n; i++)
+    printf "[endpoint.f%d]\nurl = http://127.0.0.1:9/f/%d\nevent_types = *\npaused = yes\n", i, i }')
+  write_conf "$d" "${lines[@]}"
+  # instructions, not fsyncs, are measured
+  sed -i 's/^synchronous = full$/synchronous = normal/' "$d/hookd.ini"
+  (cd "$d" && exec valgrind --tool=callgrind --callgrind-out-file="$d/cg.out" "$1" serve -c "$d/hookd.ini") \
+    >"$d/hookd.log" 2>&1 &
+  p=$!
+  hookd_pids+=("$p")
+  local n=600
+  while [ ! -S "$d/hookd.sock" ]; do
+    kill -0 "$p" 2>/dev/null || { cat "$d/hookd.log" >&2; log "hookd under callgrind exited"; exit 1; }
+    n=$((n - 1)); [ $n -gt 0 ] || { log "no socket under callgrind after 60 s"; exit 1; }
+    sleep 0.1
+  done
+  "$BIN/loadgen" enqueue -s "$d/hookd.sock" -F fh -c 1 -w 1 -n "$2" -t "fh$3" >/dev/null ||
+    { log "fan-out enqueue under callgrind failed"; exit 1; }
+  stop_pid "$p" 60
+  sed -n 's/^totals: *//p' "$d/cg.out"
+  rm -rf "$d"
+}
+bench_filter_hook() {
+  local base h1 n1 n2 h2 hook none ratio
+  log "enqueue: the filter hook, fan-out to $FH_EPS endpoints without filters, $FH_N enqueues, callgrind"
+  base=$(fh_count "$HOOKD" 1 base)
+  h1=$(fh_count "$HOOKD" "$FH_N" h1); n1=$(fh_count "$BIN/hookd-nofilter" "$FH_N" n1)
+  n2=$(fh_count "$BIN/hookd-nofilter" "$FH_N" n2); h2=$(fh_count "$HOOKD" "$FH_N" h2)
+  log "  instructions: startup $base; hook $h1 $h2; no hook $n1 $n2"
+  hook=$(awk -v a="$h1" -v b="$h2" -v s="$base" -v n="$FH_N" 'BEGIN { printf "%.0f", ((a + b) / 2 - s) / n }')
+  none=$(awk -v a="$n1" -v b="$n2" -v s="$base" -v n="$FH_N" 'BEGIN { printf "%.0f", ((a + b) / 2 - s) / n }')
+  ratio=$(awk -v a="$hook" -v b="$none" 'BEGIN { printf "%.4f", a / b }')
+  row "enqueue: instructions/enqueue, fan-out to $FH_EPS, no filters" "$hook | $none" \
+    "filter hook | compiled out: ratio $ratio (callgrind, 2 runs each); $(verdict_le "$ratio" 1.01)"
 }
 
 # ---- 2. delivery ----
@@ -623,6 +677,58 @@ bench_scale() {
   row "scale: hookd messages --where, no match, ms" "$s_where" "reads its bound: 100000 rows with payloads"
 }
 
+# ---- 4b. search over a large queue ----
+# SEARCH_ROWS rows over SEARCH_NEPS endpoints and 30 days (searchdb.c:
+# the spread, statuses, event ids, payloads), in a database hookd created
+# itself; then hookd serves it (endpoints paused, retention longer than
+# the rows' age, no check at start) and search.py times the messages
+# admin op, SEARCH_REPS queries of each kind. BENCH_SEARCH_DIR=DIR keeps
+# the database in DIR and reuses it when it already holds SEARCH_ROWS rows
+# (building 10M rows takes minutes and about 3 GB).
+bench_search() {
+  local d=${SEARCH_DIR:-$work/search} have=0 out gen lines first last line kind med max comp
+  mkdir -p "$d"
+  awk -v n="$SEARCH_NEPS" 'BEGIN { for (i = 0; i < n; i++) printf "[endpoint.ep%d]\nurl = http://127.0.0.1:9/hook/%d\npaused = yes\n", i, i }' >"$d/eps.ini"
+  mapfile -t lines <"$d/eps.ini"
+  write_conf "$d" '[storage]' 'check_at_start = off' '[retention]' 'delivered = 3650d' 'dead_letter = 3650d' \
+    "${lines[@]}"
+  if [ -f "$d/hookd.db" ] && [ -f "$d/searchdb.out" ] &&
+     [ "$(kv rows "$(cat "$d/searchdb.out")")" = "$SEARCH_ROWS" ]; then
+    have=1
+    log "search: reusing $d/hookd.db ($(cat "$d/searchdb.out"))"
+  fi
+  if [ $have = 0 ]; then
+    rm -f "$d/hookd.db" "$d/hookd.db-wal" "$d/hookd.db-shm"
+    start_hookd "$d"       # creates the database and its endpoints
+    stop_pid "$HOOKD_PID"
+    log "search: inserting $SEARCH_ROWS rows over $SEARCH_NEPS endpoints and 30 days"
+    bg gen "$BIN/searchdb" -d "$d/hookd.db" -n "$SEARCH_ROWS" || { log "searchdb failed: $gen"; exit 1; }
+    echo "$gen" >"$d/searchdb.out"
+    log "  $gen"
+  fi
+  gen=$(cat "$d/searchdb.out")
+  first=$(kv first_ms "$gen"); last=$(kv last_ms "$gen")
+  start_hookd "$d"
+  bg out python3 "$here/search.py" "$d/hookd.sock" "$first" "$last" "$SEARCH_ROWS" "$SEARCH_NEPS" "$SEARCH_REPS" ||
+    { log "search.py failed: $out"; exit 1; }
+  stop_pid "$HOOKD_PID"
+  [ -n "$SEARCH_DIR" ] || rm -rf "$d"
+  log "  search over $SEARCH_ROWS rows, $SEARCH_REPS queries each:"
+  row "search: rows, endpoints (30 days)" "$SEARCH_ROWS" "$SEARCH_NEPS endpoints; $SEARCH_REPS queries of each kind"
+  while read -r line; do
+    log "    $line"
+    kind=$(kv kind "$line"); med=$(kv median_ms "$line"); max=$(kv max_ms "$line")
+    comp=$(kv complete "$line")
+    # a walk's cost is reported (its bound is what holds it), an index's is held to 50 ms
+    if [ "$(kv walk "$line")" = 1 ]; then
+      row "search: $kind, ms (median/worst)" "$med/$max" \
+        "walk: read $(kv scanned "$line") rows, answered in full $comp"
+    else
+      row "search: $kind, ms (median/worst)" "$med/$max" "answered in full $comp; $(verdict_le "$max" 50)"
+    fi
+  done <<<"$out"
+}
+
 # ---- 5. several nodes on one PostgreSQL ----
 # A receiver that answers every request after 50 ms (nginx with the echo
 # module's echo_sleep: no thread per request), so delivery is bound by
@@ -698,9 +804,10 @@ bench_cluster() {
   row "cluster: ratio 2 nodes / 1 node" "$ratio" "$(verdict "$ratio" 1.7)"
 }
 
-case "$what" in all|enqueue) bench_enqueue;; esac
+case "$what" in all|enqueue) bench_enqueue; bench_filter_hook;; esac
 case "$what" in all|delivery) bench_delivery;; esac
 case "$what" in all|scale) bench_scale;; esac
+case "$what" in all|scale|search) bench_search;; esac
 case "$what" in all|postgres) bench_postgres;; esac
 case "$what" in all|cluster) bench_cluster;; esac
 # shellcheck source=tests/bench/egress.sh

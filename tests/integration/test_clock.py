@@ -2,7 +2,7 @@
 breaker's cooldown, a 429's hold) keep their length when the wall clock
 is stepped an hour back or forward under a running hookd: due rows go,
 the queue's age stays true, a breaker's cooldown and a retry's delay keep
-their length, and two nodes of one PostgreSQL store on one host move
+their length (a deliver_at time moves as a delay does), and two nodes of one PostgreSQL store on one host move
 each row once.
 
 The clock is stepped with tests/fault/timeshift.c, an LD_PRELOAD shim
@@ -164,6 +164,27 @@ def test_forward_step_retry_not_early(hookd, receiver):
     left = d.get(mid)["next_attempt_at"] - clock.now_ms()
     assert 45000 <= left <= 125000, "retry due in %d ms after a 1 h forward step" % left
     assert d.status(mid) == "failed"
+
+
+def test_forward_step_moves_deliver_at_with_delays(hookd, receiver):
+    """A due time given as deliver_at moves with a step like a delay's
+    (hookd-protocol(7), enqueue): stored, it is a wait, so after an hour's
+    forward step both go an hour later by the new clock, the same elapsed
+    time after their enqueue."""
+    rcv = receiver(200)
+    d = hookd(endpoints={"a": ep(rcv)}, start=False)
+    clock = start_shifted(d)
+    at = clock.now_ms() + 10 * 60 * 1000
+    fixed = d.request({"op": "enqueue", "endpoint": "a", "payload": {"x": 1}, "deliver_at": at})
+    rel = d.request({"op": "enqueue", "endpoint": "a", "payload": {"x": 2}, "delay": "10m"})
+    assert fixed["deliver_at"] == at, fixed
+    due_rel = rel["deliver_at"]
+    clock.step(HOUR_MS)
+    wait_until(lambda: step_seen(d), 5, msg="hookd did not notice the clock step")
+    wait_until(lambda: d.get(fixed["id"])["next_attempt_at"] == at + HOUR_MS, 5,
+               msg="deliver_at moved by the step")
+    assert d.get(rel["id"])["next_attempt_at"] == due_rel + HOUR_MS
+    assert rcv.count() == 0
 
 
 def test_backward_step_two_nodes_one_host(hookd, receiver, pgdb):

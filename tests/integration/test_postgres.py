@@ -175,6 +175,33 @@ def test_seed_queries_run_unchanged(hookd, receiver, pgdb):
     assert p[0] == "30", p
 
 
+def test_searches_have_indexes(hookd, pgdb):
+    """The searches that promise an index have one on PostgreSQL too (the
+    plans with sequential scans priced out: a table this small is always
+    read whole otherwise): an event id, dead letters, one endpoint's dead
+    letters, the walk from an id down (and its window probes), and one
+    endpoint's span of ids."""
+    ci, sql = pgdb
+    d = hookd(endpoints={"a": {"url": "http://127.0.0.1:9/a", "paused": True}}, sections=pg_sections(ci))
+    with d.client() as c:
+        for i in range(20):
+            assert c.enqueue("a", {"i": i}, event_id="e%d" % i)["ok"] is True
+    found = d.request({"op": "messages", "event_id": "e7"})
+    assert [m["event_id"] for m in found["messages"]] == ["e7"], found
+
+    def plan(where):
+        rows = sql("SET enable_seqscan = off; EXPLAIN SELECT q.id FROM hookd_queue q WHERE %s "
+                   "ORDER BY q.id DESC LIMIT 500" % where)
+        return "\n".join(r[0] for r in rows)
+    assert "idx_queue_event" in plan("q.event_id = 'e7'")
+    assert "idx_queue_dead_id" in plan("q.status = 'dead_letter' AND q.id < 100")
+    assert "idx_queue_dead_ep" in plan("q.status = 'dead_letter' AND q.endpoint_id = 1 AND q.id < 100")
+    assert "hookd_queue_pkey" in plan("q.id < 100")
+    # one endpoint's rows: a span of ids, never the dedup key (endpoint first)
+    by_ep = plan("q.endpoint_id + 0 = 1 AND q.id < 100 AND q.id >= 1")
+    assert "hookd_queue_pkey" in by_ep and "endpoint_id_event_id" not in by_ep, by_ep
+
+
 def test_schema_applied_by_operator_then_a_role_without_create(hookd, receiver, pgdb):
     """hookd schema-sql is the DDL; applied by the operator, a role that may
     only read and write the tables runs hookd (no CREATE needed)."""

@@ -1044,9 +1044,9 @@ static int m_message_scan(struct store *s, const struct store_scan *sc,
         for (i = 0; i < st->nmsg; i++) {
             struct mem_msg *m = &st->msg[i];
             struct mem_ep *e = ep_by_id(st, m->endpoint_id);
-            if (m->id < below && (!event_id || strcmp(m->event_id, event_id) == 0) &&
-                (event_id || !sc->dead_letters ||
-                 (m->status == MSG_DEAD_LETTER && (!sc->endpoint || (e && strcmp(e->def.name, sc->endpoint) == 0)))) &&
+            if (m->id < below && m->id >= sc->floor && (!event_id || strcmp(m->event_id, event_id) == 0) &&
+                (event_id || !sc->dead_letters || m->status == MSG_DEAD_LETTER) &&
+                (event_id || !sc->endpoint || (e && strcmp(e->def.name, sc->endpoint) == 0)) &&
                 (!best || m->id > best->id))
                 best = m;
         }

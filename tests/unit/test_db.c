@@ -359,7 +359,7 @@ static void test_search_and_erase_plans(void **st)
     assert_int_equal(db_open_writer(&cfg, &db, err, sizeof err), 0);
     {
     struct store_scan by_event = {.event_id = "e"}, dead = {.dead_letters = 1},
-                      dead_ep = {.dead_letters = 1, .endpoint = "a"}, all = {0};
+                      dead_ep = {.dead_letters = 1, .endpoint = "a"}, by_ep = {.endpoint = "a"}, all = {0};
 
     plan_of(db, sq_search_sql(&by_event), plan, sizeof plan);
     assert_non_null(strstr(plan, "idx_queue_event"));
@@ -374,7 +374,13 @@ static void test_search_and_erase_plans(void **st)
     /* each page seeks to its bound in the table's own order: no sort, and
      * no walk from the newest row down (measured: 100,000 rows in pages
      * of 500 took 3.5 s with "(?2 = 0 OR id < ?2)", which scans) */
-    assert_non_null(strstr(plan, "SEARCH q USING INTEGER PRIMARY KEY (rowid<?)"));
+    assert_non_null(strstr(plan, "SEARCH q USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"));
+    assert_null(strstr(plan, "TEMP B-TREE"));
+    /* one endpoint's rows: a span of the table read whole, never a
+     * partial index that leads with the endpoint */
+    plan_of(db, sq_search_sql(&by_ep), plan, sizeof plan);
+    if (!strstr(plan, "SEARCH q USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"))
+        fail_msg("%s", plan);
     assert_null(strstr(plan, "TEMP B-TREE"));
     plan_of(db, "SELECT id FROM webhook_queue INDEXED BY idx_queue_payload WHERE status = 'delivered' "
                 "AND erased_at IS NULL AND delivered_at < 5 ORDER BY delivered_at LIMIT 10", plan, sizeof plan);

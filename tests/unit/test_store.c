@@ -844,6 +844,113 @@ static void search_stops_below_the_window(void **state)
     assert_int_equal(w.next, 0);
 }
 
+/* An until starts the walk at the window's end: the primary key is
+ * bisected for the first row created 10 minutes after until (a clock
+ * stepped back that far is still covered), so the newer rows are never
+ * read. */
+static void search_starts_at_the_window_end(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), m[64], stepped = 0;
+    struct msgsel s;
+    struct msgsel_walk w;
+    struct found x;
+    char eid[16];
+    int i;
+
+    for (i = 0; i < 60; i++) {
+        snprintf(eid, sizeof eid, "h%d", i);
+        m[i] = enqueue_at(f, a, eid, T0 + i * 3600000LL, NULL);
+        if (i == 40)   /* the clock went back a minute */
+            stepped = enqueue_at(f, a, "stepped", T0 + 40 * 3600000LL - 60000, NULL);
+    }
+    memset(&s, 0, sizeof s);
+    s.since = T0 + 37 * 3600000LL;
+    s.until = T0 + 40 * 3600000LL;
+    x = search(f, f->r, &s, 100, &w);
+    assert_int_equal(x.n, 4);
+    assert_int_equal(x.id[0], stepped);
+    assert_int_equal(x.id[1], m[39]);
+    assert_int_equal(x.id[3], m[37]);
+    assert_int_equal(w.scanned, 6);   /* stepped, m[40] .. m[36]: not the 19 newer rows */
+    assert_int_equal(w.next, 0);
+    /* with a page's keyset: the lower of the two bounds */
+    s.after = m[39];
+    x = search(f, f->w, &s, 100, &w);
+    assert_int_equal(x.n, 2);
+    assert_int_equal(x.id[0], m[38]);
+    s.after = 0;
+    /* a window before every row, and after every row */
+    s.since = T0 - 7200000;
+    s.until = T0 - 3600000;
+    assert_int_equal(search(f, f->r, &s, 100, &w).n, 0);
+    assert_true(w.scanned <= 1);
+    s.since = T0 + 100 * 3600000LL;
+    s.until = T0 + 101 * 3600000LL;
+    assert_int_equal(search(f, f->r, &s, 100, &w).n, 0);
+    assert_int_equal(w.scanned, 1);
+}
+
+/* One endpoint's rows come out of spans of ids the store reads whole:
+ * the bound counts ids covered (MSGSEL_SPAN_FACTOR times a walk's rows),
+ * next goes on below the last id covered, and a window's ends are found
+ * by bisection, so nothing outside them is read. */
+static void search_endpoint_reads_spans(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0), m[30];
+    struct msgsel s;
+    struct msgsel_walk w;
+    struct found x;
+    char name_a[] = "a", eid[16];
+    int i;
+
+    for (i = 0; i < 30; i++) {
+        snprintf(eid, sizeof eid, "s%d", i);
+        m[i] = enqueue_at(f, i % 3 == 0 ? a : b, eid, T0 + i * 60000LL, NULL);
+    }
+    memset(&s, 0, sizeof s);
+    s.endpoint = name_a;
+    x = search(f, f->r, &s, 100, &w);
+    assert_int_equal(x.n, 10);
+    assert_int_equal(x.id[0], m[27]);
+    assert_int_equal(x.id[9], m[0]);
+    assert_int_equal(w.scanned, m[29] - m[0] + 1);
+    assert_int_equal(w.next, 0);
+    /* a bound of 2 rows is 10 ids: m[29] .. m[20], then on from there */
+    s.scan_max = 2;
+    x = search(f, f->w, &s, 100, &w);
+    assert_int_equal(x.n, 3);   /* m[27], m[24], m[21] */
+    assert_int_equal(x.id[2], m[21]);
+    assert_int_equal(w.scanned, 10);
+    assert_int_equal(w.next, m[20]);
+    s.after = w.next;
+    x = search(f, f->r, &s, 100, &w);
+    assert_int_equal(x.n, 3);
+    assert_int_equal(x.id[0], m[18]);
+    assert_int_equal(w.next, m[10]);
+    /* a match past max: next is the last one handed over */
+    s.after = 0;
+    s.scan_max = 0;
+    x = search(f, f->r, &s, 2, &w);
+    assert_int_equal(x.n, 2);
+    assert_int_equal(w.next, m[24]);
+    /* since: nothing created 10 minutes before it is read */
+    s.since = T0 + 20 * 60000LL;
+    x = search(f, f->r, &s, 100, &w);
+    assert_int_equal(x.n, 3);   /* m[27], m[24], m[21] */
+    assert_int_equal(w.scanned, m[29] - m[10] + 1);
+    assert_int_equal(w.next, 0);
+    /* until: nothing created 10 minutes after it is read */
+    s.since = 0;
+    s.until = T0 + 15 * 60000LL;
+    x = search(f, f->w, &s, 100, &w);
+    assert_int_equal(x.n, 5);   /* m[12] .. m[0] */
+    assert_int_equal(x.id[0], m[12]);
+    assert_int_equal(w.scanned, m[24] - m[0] + 1);
+    assert_int_equal(w.next, 0);
+}
+
 /* Erase: the payload, response excerpts and URLs as sent go; ids,
  * statuses and times stay; a waiting row is a dead letter of class
  * erased; a row in flight settles without its URL and is not retried;
@@ -2198,6 +2305,8 @@ static void shared_breaker_blocks_every_node(void **state)
         cmocka_unit_test_setup_teardown(requeue_keeps_every_attempt, setup, teardown), \
         cmocka_unit_test_setup_teardown(search_filters_and_pages, setup, teardown), \
         cmocka_unit_test_setup_teardown(search_stops_below_the_window, setup, teardown), \
+        cmocka_unit_test_setup_teardown(search_starts_at_the_window_end, setup, teardown), \
+        cmocka_unit_test_setup_teardown(search_endpoint_reads_spans, setup, teardown), \
         cmocka_unit_test_setup_teardown(erase_keeps_what_hookd_did, setup, teardown), \
         cmocka_unit_test_setup_teardown(erase_leaves_no_bytes_in_the_files, setup, teardown), \
         cmocka_unit_test_setup_teardown(requeue_skips_rows_of_deleted_endpoints, setup, teardown), \
