@@ -2,7 +2,10 @@
  * "deliver_at" (epoch ms or RFC 3339), an endpoint's default delay, and
  * the row's first due time from them. A delayed row is stored at enqueue
  * (so duplicates are found then) as pending with next_attempt_at at its
- * due time, the mechanism retries use. Pure: the caller passes the clock. */
+ * due time, the mechanism retries use; a time given as deliver_at is
+ * marked (store_enqueue.due_fixed) so that a wall-clock step leaves it
+ * where it is, while a delay moves with the step and keeps its length.
+ * Pure: the caller passes the clock. */
 #ifndef HOOKD_SCHEDULE_H
 #define HOOKD_SCHEDULE_H
 #include <stddef.h>

@@ -82,6 +82,9 @@ struct store_enqueue {
     int duplicate;               /* out: (endpoint, event_id) existed; nothing stored */
     int64_t due_at;              /* a delayed row (never claimed): its first
                                   * next_attempt_at; 0: now */
+    int due_fixed;               /* due_at is the enqueue's absolute deliver_at:
+                                  * stored as the row's deliver_at, a time on the
+                                  * wall clock that clock_step leaves alone */
 };
 
 /* A row claimed for delivery: now in_flight. */
@@ -207,6 +210,7 @@ struct store_row {
     int last_status_code;        /* 0: none */
     int64_t last_response_ms;    /* -1: none */
     const char *ordering_key;    /* NULL: none */
+    int64_t deliver_at;          /* the enqueue's absolute deliver_at (0: none) */
     int duplicate;               /* import, out: (endpoint, event_id) existed; left as it was */
 };
 
@@ -421,7 +425,8 @@ struct store_ops {
      * (clockstep.h). Waiting and in-flight rows' next_attempt_at and
      * created_at, and the breakers' opened_at and failing_since, move by
      * the step, so every wait keeps its length and every age its value;
-     * past events (delivered_at, the attempt log, last_*_at, history)
+     * a row that has had no attempt and still waits for its deliver_at
+     * (next_attempt_at equal to it) keeps that time on the clock; past events (delivered_at, the attempt log, last_*_at, history)
      * keep theirs. mine_only (a shared store with other live nodes):
      * only rows whose times this node's clock wrote (claimed_by), and
      * the shared breakers only by the cluster's lead; *rows counts the

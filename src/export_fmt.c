@@ -142,6 +142,9 @@ int xf_message(const char *endpoint, const struct store_row *r, struct buf *out)
     else
         cJSON_AddNullToObject(o, "last_response_ms");
     add_str_or_null(o, "ordering_key", r->ordering_key);
+    /* the row's due time is this time on the wall clock (a clock step
+     * leaves it): import keeps that, an older export has none */
+    add_ms_or_null(o, "deliver_at", r->deliver_at);
     return emit(o, out);
 }
 
@@ -279,7 +282,8 @@ static int parse_message(const cJSON *o, struct xf_item *it, char *err, size_t e
         get_str(o, "last_error_class", 1, &r->last_error_class, err, errlen) < 0 ||
         get_int(o, "last_status_code", 1, 0, &code, err, errlen) < 0 ||
         get_int(o, "last_response_ms", 1, 0, &r->last_response_ms, err, errlen) < 0 ||
-        get_str(o, "ordering_key", 1, &r->ordering_key, err, errlen) < 0)
+        get_str(o, "ordering_key", 1, &r->ordering_key, err, errlen) < 0 ||
+        get_int(o, "deliver_at", 1, 1, &r->deliver_at, err, errlen) < 0)
         return -1;
     if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "last_response_ms")))
         r->last_response_ms = -1;

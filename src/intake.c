@@ -76,6 +76,9 @@ static int rows_add(struct rows *rw, struct endpoint *e, const struct req *q, in
     rw->v[rw->n].max_attempts = (int)e->conf->eff.max_attempts;
     rw->v[rw->n].claim = claim;
     rw->v[rw->n].due_at = due;
+    /* a time the client named stays on the wall clock when it steps;
+     * a delay, the request's or the endpoint's, is a wait and moves */
+    rw->v[rw->n].due_fixed = due && q->p.deliver_at_ms > 0;
     rw->ep[rw->n] = e;
     rw->n++;
     return 0;

@@ -65,13 +65,17 @@ int pg_recover(struct store *s, int64_t now, int64_t *n)
 int pg_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows)
 {
     struct pg_store *g = (struct pg_store *)s;
-    char sql[512], mine[64] = "";
+    char sql[768], mine[64] = "";
     PGresult *r;
 
     if (mine_only)
         snprintf(mine, sizeof mine, " AND claimed_by = %lld", (long long)g->node_id);
     snprintf(sql, sizeof sql,
-             "UPDATE hookd_queue SET next_attempt_at = next_attempt_at + %lld * interval '1 millisecond', "
+             /* a row still waiting for the wall-clock time its enqueue
+              * named (schema 7) keeps it, as on SQLite */
+             "UPDATE hookd_queue SET next_attempt_at = CASE WHEN attempt_count = 0 AND "
+             "next_attempt_at = deliver_at THEN next_attempt_at "
+             "ELSE next_attempt_at + %lld * interval '1 millisecond' END, "
              "created_at = created_at + %lld * interval '1 millisecond' "
              "WHERE status IN ('pending', 'failed', 'in_flight')%s",
              (long long)step_ms, (long long)step_ms, mine);
@@ -280,6 +284,7 @@ int pg_import_rows(struct store *s, struct store_row *v, size_t n)
         else
             pg_p_null(&p);
         pg_p_text(&p, w->ordering_key);
+        pg_p_pos(&p, w->deliver_at);
         if (pg_pipe_add(&pp, PG_IMPORT, &p) < 0)
             break;
     }

@@ -55,6 +55,8 @@ int pg_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
             pg_p_i64(&p, e->due_at > now ? e->due_at : now);
         }
         pg_p_i64(&p, g->node_id);
+        if (!e->claim)     /* PG_INSERT's $10 */
+            pg_p_pos(&p, e->due_fixed && e->due_at > now ? e->due_at : 0);
         if (pg_pipe_add(&pp, e->claim ? PG_INSERT_CLAIMED : PG_INSERT, &p) < 0)
             break;
         /* rows left waiting: idle nodes may take them (one endpoint's

@@ -352,6 +352,7 @@ int pg_export_rows(struct store *s, int64_t now, int (*fn)(void *ctx, const stru
             w.last_status_code = (int)pg_i64(r, 0, 11, 0);
             w.last_response_ms = pg_i64(r, 0, 12, -1);
             w.ordering_key = pg_str(r, 0, 13);
+            w.deliver_at = pg_i64(r, 0, 14, 0);
             if (w.status == MSG_IN_FLIGHT) {
                 w.status = w.attempt_count > 0 ? MSG_FAILED : MSG_PENDING;
                 w.next_attempt_at = now;

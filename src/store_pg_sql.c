@@ -59,8 +59,8 @@ const char *const pg_sql[PG__COUNT] = {
      * the one that moves them when its clock steps (pg_clock_step) */
     [PG_INSERT] =
         "INSERT INTO hookd_queue (endpoint_id, event_id, event_type, payload, max_attempts, created_at, "
-        "next_attempt_at, ordering_key, claimed_by) VALUES ($1, $2, $3, $4, $5, " TS("$6") ", " TS("$8") ", $7, $9) "
-        "ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id",
+        "next_attempt_at, ordering_key, claimed_by, deliver_at) VALUES ($1, $2, $3, $4, $5, " TS("$6") ", " TS("$8")
+        ", $7, $9, " TS("$10") ") ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id",
     [PG_INSERT_CLAIMED] =
         "INSERT INTO hookd_queue (endpoint_id, event_id, event_type, payload, max_attempts, created_at, "
         "next_attempt_at, status, claimed_at, claimed_by) VALUES ($1, $2, $3, $4, $5, " TS("$6") ", " TS("$6")
@@ -228,8 +228,8 @@ const char *const pg_sql[PG__COUNT] = {
     [PG_IMPORT] =
         "INSERT INTO hookd_queue (endpoint_id, event_id, event_type, payload, status, attempt_count, "
         "max_attempts, created_at, next_attempt_at, last_error, last_error_class, last_status_code, "
-        "last_response_ms, ordering_key) VALUES ($1, $2, $3, $4, $5, $6, $7, " TS("$8") ", " TS("$9") ", "
-        "$10, $11, $12, $13, $14) ON CONFLICT (endpoint_id, event_id) DO NOTHING",
+        "last_response_ms, ordering_key, deliver_at) VALUES ($1, $2, $3, $4, $5, $6, $7, " TS("$8") ", " TS("$9") ", "
+        "$10, $11, $12, $13, $14, " TS("$15") ") ON CONFLICT (endpoint_id, event_id) DO NOTHING",
     /* Nodes silent past their lease ($2 this node, $3 its name: an
      * older process of the same name is dead, it held the name's lock)
      * go, their rows in flight back to the queue (due $1), their breaker
@@ -349,7 +349,7 @@ const char *const pg_sql[PG__COUNT] = {
     [PG_EXPORT] =
         "SELECT endpoint_id, event_id, event_type, payload, status, attempt_count, max_attempts, "
         MS("created_at") ", " MS("next_attempt_at") ", last_error, last_error_class, last_status_code, "
-        "last_response_ms, ordering_key FROM hookd_queue "
+        "last_response_ms, ordering_key, " MS("deliver_at") " FROM hookd_queue "
         "WHERE status IN ('pending', 'failed', 'in_flight', 'dead_letter') AND erased_at IS NULL ORDER BY id",
 };
 

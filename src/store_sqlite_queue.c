@@ -55,6 +55,11 @@ int sq_recover(struct store *s, int64_t now, int64_t *n)
     return 0;
 }
 
+/* A row still waiting for the wall-clock time its enqueue named
+ * (schema 14): no attempt yet, and nothing has rewritten its due time
+ * (a retry, requeue, release or recovery sets another). */
+#define SQ_DUE_FIXED "(attempt_count = 0 AND deliver_at IS NOT NULL AND next_attempt_at = deliver_at)"
+
 /* One process owns the file: every stored wait is this clock's. */
 int sq_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows)
 {
@@ -62,7 +67,8 @@ int sq_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t *rows
 
     (void)mine_only;
     if (exec_once(q, "clock step",
-                  "UPDATE webhook_queue SET next_attempt_at = next_attempt_at + ?1, created_at = created_at + ?1 "
+                  "UPDATE webhook_queue SET next_attempt_at = CASE WHEN " SQ_DUE_FIXED " THEN next_attempt_at "
+                  "ELSE next_attempt_at + ?1 END, created_at = created_at + ?1 "
                   "WHERE status IN ('pending', 'failed', 'in_flight')", step_ms, rows) < 0 ||
         exec_once(q, "clock step", "UPDATE endpoint_health SET opened_at = opened_at + ?1 WHERE opened_at > 0",
                   step_ms, NULL) < 0 ||
@@ -92,6 +98,8 @@ int sq_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
         if (!e->claim) {
             sq_bind_text_or_null(st, 7, e->ordering_key);
             sqlite3_bind_int64(st, 8, e->due_at > now ? e->due_at : now);
+            if (e->due_fixed && e->due_at > now)
+                sqlite3_bind_int64(st, 9, e->due_at);
         }
         /* no RETURNING: it costs SQLite a temporary table per execution */
         if (sq_exec_stmt(q, st, "enqueue") < 0)
@@ -504,6 +512,8 @@ int sq_import_rows(struct store *s, struct store_row *v, size_t n)
         if (r->last_response_ms >= 0)
             sqlite3_bind_int64(st, 13, r->last_response_ms);
         sq_bind_text_or_null(st, 14, r->ordering_key);
+        if (r->deliver_at > 0)
+            sqlite3_bind_int64(st, 15, r->deliver_at);
         if (sq_exec_stmt(q, st, "import") < 0)
             return -1;
         r->duplicate = sqlite3_changes(q->db) == 0;

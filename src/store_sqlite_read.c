@@ -406,7 +406,7 @@ int sq_export_rows(struct store *s, int64_t now, int (*fn)(void *ctx, const stru
     int rc = sqlite3_prepare_v2(q->db,
                                 "SELECT endpoint_id, event_id, event_type, payload, status, attempt_count, "
                                 "max_attempts, created_at, next_attempt_at, last_error, last_error_class, "
-                                "last_status_code, last_response_ms, ordering_key FROM webhook_queue "
+                                "last_status_code, last_response_ms, ordering_key, deliver_at FROM webhook_queue "
                                 /* an erased row has nothing to move */
                                 "WHERE status IN ('pending', 'failed', 'in_flight', 'dead_letter') "
                                 "AND erased_at IS NULL ORDER BY id",
@@ -432,6 +432,7 @@ int sq_export_rows(struct store *s, int64_t now, int (*fn)(void *ctx, const stru
         r.last_status_code = (int)sq_col_or(st, 11, 0);
         r.last_response_ms = sq_col_or(st, 12, -1);
         r.ordering_key = (const char *)sqlite3_column_text(st, 13);
+        r.deliver_at = sq_col_or(st, 14, 0);
         if (msg_status_parse(status, &r.status) < 0)
             r.status = MSG_PENDING;   /* the CHECK constraint allows nothing else */
         if (r.status == MSG_IN_FLIGHT) {

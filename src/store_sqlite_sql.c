@@ -24,7 +24,7 @@ const char *const sq_sql[SQ__COUNT] = {
     /* ---- writer ---- */
     [SQ_INSERT] =
         "INSERT INTO webhook_queue (endpoint_id, event_id, event_type, payload, max_attempts, "
-        "created_at, next_attempt_at, ordering_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, ?7) "
+        "created_at, next_attempt_at, ordering_key, deliver_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?8, ?7, ?9) "
         "ON CONFLICT (endpoint_id, event_id) DO NOTHING",
     /* an enqueue the dispatcher takes at once: no claim statement later */
     [SQ_INSERT_CLAIMED] =
@@ -161,8 +161,8 @@ const char *const sq_sql[SQ__COUNT] = {
     [SQ_IMPORT] =
         "INSERT INTO webhook_queue (endpoint_id, event_id, event_type, payload, status, attempt_count, "
         "max_attempts, created_at, next_attempt_at, last_error, last_error_class, last_status_code, "
-        "last_response_ms, ordering_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
-        "ON CONFLICT (endpoint_id, event_id) DO NOTHING",
+        "last_response_ms, ordering_key, deliver_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+        "?13, ?14, ?15) ON CONFLICT (endpoint_id, event_id) DO NOTHING",
 
     /* ---- reader ---- */
     /* counts by status. "status IN (...) AND status = x" is deliberate:

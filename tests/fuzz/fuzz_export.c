@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                        q->created_at == p->created_at && q->next_attempt_at == p->next_attempt_at &&
                        same_str(q->last_error, p->last_error) && same_str(q->last_error_class, p->last_error_class) &&
                        q->last_status_code == p->last_status_code && q->last_response_ms == p->last_response_ms &&
-                       same_str(q->ordering_key, p->ordering_key),
+                       same_str(q->ordering_key, p->ordering_key) && q->deliver_at == p->deliver_at,
                    "a message changed on its way round");
         xf_item_free(&again);
     } else if (it.kind == XF_ENDPOINT) {

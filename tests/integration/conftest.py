@@ -510,7 +510,8 @@ CREATE OR REPLACE VIEW compat.webhook_queue AS SELECT id, endpoint_id, event_id,
     convert_from(payload, 'UTF8') AS payload, status, attempt_count, max_attempts,
     compat.ms(created_at) AS created_at, compat.ms(next_attempt_at) AS next_attempt_at,
     compat.ms(claimed_at) AS claimed_at, compat.ms(delivered_at) AS delivered_at, last_error,
-    last_status_code, last_response_ms, last_error_class, ordering_key FROM public.hookd_queue;
+    last_status_code, last_response_ms, last_error_class, ordering_key, compat.ms(deliver_at) AS deliver_at
+    FROM public.hookd_queue;
 CREATE OR REPLACE VIEW compat.endpoints AS SELECT id, name, url, secrets, headers, event_types, settings,
     source, paused, compat.ms(created_at) AS created_at, compat.ms(updated_at) AS updated_at, pause_reason
     FROM public.endpoints;

@@ -2,8 +2,8 @@
 breaker's cooldown, a 429's hold) keep their length when the wall clock
 is stepped an hour back or forward under a running hookd: due rows go,
 the queue's age stays true, a breaker's cooldown and a retry's delay keep
-their length (a deliver_at time moves as a delay does), and two nodes of one PostgreSQL store on one host move
-each row once.
+their length while a deliver_at time stays on the clock, and two nodes of one PostgreSQL store on one host
+move each row once.
 
 The clock is stepped with tests/fault/timeshift.c, an LD_PRELOAD shim
 that adds an offset read from a file to CLOCK_REALTIME, gettimeofday and
@@ -166,25 +166,55 @@ def test_forward_step_retry_not_early(hookd, receiver):
     assert d.status(mid) == "failed"
 
 
-def test_forward_step_moves_deliver_at_with_delays(hookd, receiver):
-    """A due time given as deliver_at moves with a step like a delay's
-    (hookd-protocol(7), enqueue): stored, it is a wait, so after an hour's
-    forward step both go an hour later by the new clock, the same elapsed
-    time after their enqueue."""
+def test_forward_step_keeps_deliver_at_moves_delays(hookd, receiver):
+    """A due time given as deliver_at is a time on the wall clock
+    (hookd-protocol(7), enqueue): after an hour's forward step it is past,
+    and the message goes at once. A delay, the request's or the
+    endpoint's, is a wait: it moves an hour on, the same elapsed time
+    after its enqueue."""
     rcv = receiver(200)
-    d = hookd(endpoints={"a": ep(rcv)}, start=False)
+    d = hookd(endpoints={"a": ep(rcv, "/a"), "b": ep(rcv, "/b", delay="10m")}, start=False)
     clock = start_shifted(d)
     at = clock.now_ms() + 10 * 60 * 1000
     fixed = d.request({"op": "enqueue", "endpoint": "a", "payload": {"x": 1}, "deliver_at": at})
     rel = d.request({"op": "enqueue", "endpoint": "a", "payload": {"x": 2}, "delay": "10m"})
+    epd = d.request({"op": "enqueue", "endpoint": "b", "payload": {"x": 3}})
     assert fixed["deliver_at"] == at, fixed
-    due_rel = rel["deliver_at"]
+    due_rel, due_ep = rel["deliver_at"], epd["deliver_at"]
     clock.step(HOUR_MS)
     wait_until(lambda: step_seen(d), 5, msg="hookd did not notice the clock step")
-    wait_until(lambda: d.get(fixed["id"])["next_attempt_at"] == at + HOUR_MS, 5,
-               msg="deliver_at moved by the step")
-    assert d.get(rel["id"])["next_attempt_at"] == due_rel + HOUR_MS
-    assert rcv.count() == 0
+    d.wait_status(fixed["id"], "delivered")
+    assert d.get(fixed["id"])["next_attempt_at"] == at
+    # moved by the step as measured (to a few ms)
+    assert abs(d.get(rel["id"])["next_attempt_at"] - (due_rel + HOUR_MS)) < 1000
+    assert abs(d.get(epd["id"])["next_attempt_at"] - (due_ep + HOUR_MS)) < 1000
+    assert d.status(rel["id"]) == "pending" and d.status(epd["id"]) == "pending"
+    assert rcv.count("/a") == 1 and rcv.count("/b") == 0
+
+
+def test_backward_step_keeps_deliver_at_moves_delays(hookd, receiver):
+    """After an hour's backward step, a message asked for 8 s ahead with
+    deliver_at waits for that time on the clock, an hour and 8 s away by
+    the stepped clock; one put off 8 s by a delay still goes about 8 s
+    after its enqueue."""
+    rcv = receiver(200)
+    d = hookd(endpoints={"a": ep(rcv)}, start=False)
+    clock = start_shifted(d)
+    at = clock.now_ms() + 8000
+    fixed = d.request({"op": "enqueue", "endpoint": "a", "payload": {"x": 1}, "deliver_at": at})
+    rel = d.request({"op": "enqueue", "endpoint": "a", "payload": {"x": 2}, "delay": "8s"})
+    t_enq = time.monotonic()
+    due_rel = rel["deliver_at"]
+    clock.step(-HOUR_MS)
+    wait_until(lambda: step_seen(d), 5, msg="hookd did not notice the clock step")
+    assert time.monotonic() - t_enq < 7, "the step was seen too late for this test to tell anything"
+    assert d.get(fixed["id"])["next_attempt_at"] == at
+    assert abs(d.get(rel["id"])["next_attempt_at"] - (due_rel - HOUR_MS)) < 1000
+    d.wait_status(rel["id"], "delivered", timeout=20)
+    assert 7.0 <= rcv.snapshot()[0].t - t_enq < 15.0
+    assert rcv.count() == 1 and d.status(fixed["id"]) == "pending"
+    left = d.get(fixed["id"])["next_attempt_at"] - clock.now_ms()
+    assert HOUR_MS - 10000 <= left <= HOUR_MS + 8000, left
 
 
 def test_backward_step_two_nodes_one_host(hookd, receiver, pgdb):

@@ -10,12 +10,15 @@
   so, and finishing with the whole file adds only the rest;
 - import refuses a running daemon; export never overwrites and its file is
   0600; the secrets in it are sealed under the exporting side's key file,
-  which the importing side needs (and without it, import says so).
+  which the importing side needs (and without it, import says so);
+- a due time given as deliver_at moves as a time on the wall clock
+  (the mark clock steps leave alone), a delay's as a wait.
 """
 import json
 import os
 import shutil
 import stat
+import time
 
 from conftest import Reply, verify_signature, wait_until
 
@@ -153,3 +156,25 @@ def test_a_cut_short_file_stores_whole_batches_and_the_rest_follows(hookd, tmp_p
     assert p.returncode == 1 and ":3:" in p.stderr and "payload" in p.stderr, p.stderr
     c.start()
     assert c.sql("SELECT count(*) FROM webhook_queue") == [(0,)]
+
+
+def test_deliver_at_moves_as_a_time(hookd, receiver, tmp_path):
+    rcv = receiver(200)
+    a = hookd(name="a", endpoints={"e": {"url": rcv.url("/e")}})
+    at = int(time.time() * 1000) + 10 * 60 * 1000
+    assert a.request({"op": "enqueue", "endpoint": "e", "event_id": "fixed", "payload": {}, "deliver_at": at})["ok"]
+    rel = a.request({"op": "enqueue", "endpoint": "e", "event_id": "rel", "payload": {}, "delay": "10m"})
+    a.stop()
+    out = tmp_path / "queue.ndjson"
+    assert a.cli("export", out).returncode == 0
+    msgs = {m["event_id"]: m for m in map(json.loads, out.read_text().splitlines()) if m["kind"] == "message"}
+    assert msgs["fixed"]["deliver_at"] == at and msgs["fixed"]["next_attempt_at"] == at, msgs["fixed"]
+    assert msgs["rel"]["deliver_at"] is None and msgs["rel"]["next_attempt_at"] == rel["deliver_at"], msgs["rel"]
+
+    b = hookd(name="b", start=False, endpoints={"e": {"url": rcv.url("/e")}})
+    p = b.cli("import", out)
+    assert p.returncode == 0 and "imported 2 messages" in p.stdout, (p.stdout, p.stderr)
+    b.start()
+    rows = dict(b.sql("SELECT event_id, deliver_at FROM webhook_queue"))
+    assert rows == {"fixed": at, "rel": None}, rows
+    assert rcv.count() == 0

@@ -17,6 +17,8 @@ into a temp directory, Unix socket only) and a database per test:
 - kill -9 five times under load: every acknowledged event delivered;
 - a queue moved from SQLite to PostgreSQL with export/import arrives
   whole, delivered once, bytes intact;
+- a database of an older schema version is migrated at start, its rows
+  kept (version 6 to 7: waiting rows get no deliver_at);
 - configuration: postgres without conninfo is refused, a password in the
   conninfo is never printed.
 """
@@ -25,7 +27,7 @@ import shutil
 import subprocess
 
 
-from conftest import HOOKD_BIN, SECRET_A, PgCluster, Reply, error_code, verify_signature, wait_until
+from conftest import HOOKD_BIN, ROOT, SECRET_A, PgCluster, Reply, error_code, verify_signature, wait_until
 
 def pg_sections(conninfo, extra=None):
     s = {"storage": {"backend": "postgres"}, "postgres": {"conninfo": conninfo}}
@@ -222,6 +224,34 @@ def test_schema_applied_by_operator_then_a_role_without_create(hookd, receiver, 
     assert d.enqueue("a", {"x": 1}, event_id="r1")["ok"] is True
     wait_until(lambda: rcv.count() == 1, 15, msg="delivered by the restricted role")
     assert "schema_migrated" not in d.log()
+
+
+def test_version_6_database_migrates_keeping_rows(hookd, receiver, pgdb):
+    """A database a hookd of schema version 6 left: at start hookd applies
+    version 7 (deliver_at), the waiting row keeps its times, has no
+    deliver_at (version 6 stored none: its due time stays a wait) and is
+    delivered."""
+    ci, sql = pgdb
+    files = sorted((ROOT / "schema" / "postgres").glob("*.sql"))
+    assert files[6].name.startswith("007_"), files
+    ddl = ("BEGIN;\nCREATE TABLE hookd_schema (version integer NOT NULL);\n" +
+           "".join(f.read_text() for f in files[:6]) +
+           "INSERT INTO hookd_schema (version) VALUES (1), (2), (3), (4), (5), (6);\nCOMMIT;\n")
+    out = subprocess.run(["psql", ci, "-qAtX", "-v", "ON_ERROR_STOP=1"], input=ddl, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    sql("INSERT INTO endpoints (name, url, source, created_at, updated_at) "
+        "VALUES ('a', 'http://127.0.0.1:9/', 'config', now(), now())")
+    sql("INSERT INTO hookd_queue (endpoint_id, event_id, payload, created_at, next_attempt_at) "
+        "SELECT id, 'old', convert_to('{}', 'UTF8'), now() - interval '1 minute', "
+        "now() - interval '1 minute' FROM endpoints")
+    rcv = receiver(200)
+    d = hookd(endpoints={"a": {"url": rcv.url("/a")}}, sections=pg_sections(ci))
+    assert "event=schema_migrated backend=postgres from=6 to=7" in d.log(), d.log()[-2000:]
+    wait_until(lambda: rcv.count() == 1, 15, msg="the row from version 6 delivered")
+    assert rcv.snapshot()[0].event_id == "old"
+    assert sql("SELECT max(version) FROM hookd_schema") == [["7"]]
+    assert sql("SELECT event_id, deliver_at IS NULL FROM hookd_queue") == [["old", "t"]]
 
 
 def test_same_node_name_refused(hookd, pgdb):

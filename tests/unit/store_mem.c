@@ -19,6 +19,7 @@ struct mem_msg {
     enum msg_status status;
     int attempt_count, max_attempts;
     int64_t created_at, next_attempt_at, claimed_at, delivered_at;
+    int64_t deliver_at;          /* the enqueue's absolute time (0: none) */
     char *last_error, *last_error_class;
     int last_status_code;
     int64_t last_response_ms;
@@ -334,7 +335,10 @@ static int m_clock_step(struct store *s, int64_t step_ms, int mine_only, int64_t
     *rows = 0;
     for (i = 0; i < st->nmsg; i++)
         if (waiting(&st->msg[i]) || st->msg[i].status == MSG_IN_FLIGHT) {
-            st->msg[i].next_attempt_at += step_ms;
+            /* a deliver_at not yet tried is a time on the clock */
+            if (!(st->msg[i].attempt_count == 0 && st->msg[i].deliver_at &&
+                  st->msg[i].next_attempt_at == st->msg[i].deliver_at))
+                st->msg[i].next_attempt_at += step_ms;
             st->msg[i].created_at += step_ms;
             (*rows)++;
         }
@@ -426,6 +430,7 @@ static int m_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t
         m->created_at = m->next_attempt_at = now;
         if (!v[i].claim && v[i].due_at > now)
             m->next_attempt_at = v[i].due_at;
+        m->deliver_at = !v[i].claim && v[i].due_fixed ? v[i].due_at : 0;
         m->ordering_key = v[i].claim ? NULL : dup_or_null(v[i].ordering_key);
         v[i].id = m->id;
     }
@@ -449,6 +454,7 @@ static int m_import_rows(struct store *s, struct store_row *v, size_t n)
         m->max_attempts = v[i].max_attempts;
         m->created_at = v[i].created_at;
         m->next_attempt_at = v[i].next_attempt_at;
+        m->deliver_at = v[i].deliver_at;
         m->last_error = dup_or_null(v[i].last_error);
         m->last_error_class = dup_or_null(v[i].last_error_class);
         m->last_status_code = v[i].last_status_code;
@@ -484,6 +490,7 @@ static int m_export_rows(struct store *s, int64_t now, int (*fn)(void *ctx, cons
         r.last_status_code = m->last_status_code;
         r.last_response_ms = m->last_response_ms;
         r.ordering_key = m->ordering_key;
+        r.deliver_at = m->deliver_at;
         if (r.status == MSG_IN_FLIGHT) {
             r.status = r.attempt_count > 0 ? MSG_FAILED : MSG_PENDING;
             r.next_attempt_at = now;

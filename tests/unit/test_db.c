@@ -332,6 +332,29 @@ static void test_v10_to_v11_shows_the_hidden_attempt(void **st)
     db_close(db);
 }
 
+/* Version 14 adds deliver_at: rows of a version-13 queue keep their
+ * times and have none (version 13 stored no mark, so their due times,
+ * given as a delay or as a time, move with a clock step as they did);
+ * new rows can carry one. */
+static void test_v13_to_v14_adds_deliver_at(void **st)
+{
+    char err[512];
+    sqlite3 *db;
+
+    (void)st;
+    db_at_version(13,
+                  "INSERT INTO webhook_queue (endpoint_id, event_id, payload, status, created_at, next_attempt_at) "
+                  "VALUES (1, 'later', '{}', 'pending', 1, 600001), (1, 'now', '{}', 'pending', 1, 1)");
+    assert_int_equal(db_open_writer(&cfg, &db, err, sizeof err), 0);
+    assert_int_equal(version_of(db), db_schema_version());
+    assert_int_equal(one_int(db, "SELECT count(*) FROM webhook_queue WHERE deliver_at IS NULL"), 2);
+    assert_int_equal(one_int(db, "SELECT next_attempt_at FROM webhook_queue WHERE event_id = 'later'"), 600001);
+    assert_int_equal(db_exec(db, "INSERT INTO webhook_queue (endpoint_id, event_id, payload, created_at, "
+                                 "next_attempt_at, deliver_at) VALUES (1, 'at', '{}', 2, 700000, 700000)"), 0);
+    assert_int_equal(one_int(db, "SELECT deliver_at FROM webhook_queue WHERE event_id = 'at'"), 700000);
+    db_close(db);
+}
+
 /* The plan of sql, its rows' details joined by " | ". */
 static void plan_of(sqlite3 *db, const char *sql, char *out, size_t n)
 {
@@ -399,6 +422,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v4_to_v5_keeps_rows_counter_and_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v9_to_v10_keeps_the_attempt_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v10_to_v11_shows_the_hidden_attempt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v13_to_v14_adds_deliver_at, setup, teardown),
         cmocka_unit_test_setup_teardown(test_search_and_erase_plans, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -109,7 +109,7 @@ static void enqueue(struct fx *f, struct endpoint *e, int n)
     OK(f->st->ops->begin(f->st, 1));
     for (i = 0; i < n; i++) {
         char eid[32];
-        struct store_enqueue q = {e->id, eid, NULL, "{}", 2, (int)e->conf->eff.max_attempts, NULL, 0, 0, 0, 0};
+        struct store_enqueue q = {e->id, eid, NULL, "{}", 2, (int)e->conf->eff.max_attempts, NULL, 0, 0, 0, 0, 0};
         snprintf(eid, sizeof eid, "evt_%d", ++seq);
         OK(f->st->ops->enqueue(f->st, &q, 1, f->now));
     }

@@ -189,7 +189,7 @@ static int64_t put_endpoint(struct fx *f, const char *name, int from_config)
 
 static int64_t enqueue_at(struct fx *f, int64_t ep, const char *eid, int64_t now, int *dup)
 {
-    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, NULL, 0, 0, 0, 0};
+    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, NULL, 0, 0, 0, 0, 0};
 
     begin(f);
     OK(f->w->ops->enqueue(f->w, &e, 1, now));
@@ -311,7 +311,7 @@ static void enqueue_dedups_per_endpoint(void **state)
     int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0);
     int dup;
     int64_t i1 = enqueue_at(f, a, "e1", T0, &dup), i2, i3;
-    struct store_enqueue two[2] = {{a, "e2", NULL, "[1]", 3, 5, NULL, 0, 0, 0, 0}, {a, "e2", NULL, "[2]", 3, 5, NULL, 0, 0, 0, 0}};
+    struct store_enqueue two[2] = {{a, "e2", NULL, "[1]", 3, 5, NULL, 0, 0, 0, 0, 0}, {a, "e2", NULL, "[2]", 3, 5, NULL, 0, 0, 0, 0, 0}};
 
     assert_false(dup);
     i2 = enqueue_at(f, a, "e1", T0 + 5, &dup);
@@ -360,7 +360,7 @@ static void claim_takes_due_rows_oldest_first(void **state)
 
 static int64_t enqueue_keyed(struct fx *f, int64_t ep, const char *eid, const char *key, int64_t now)
 {
-    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, key, 0, 0, 0, 0};
+    struct store_enqueue e = {ep, eid, "conversion", "{\"a\":1}", 7, 3, key, 0, 0, 0, 0, 0};
 
     begin(f);
     OK(f->w->ops->enqueue(f->w, &e, 1, now));
@@ -651,7 +651,7 @@ static void requeue_keeps_every_attempt(void **state)
 static int64_t enqueue_payload(struct fx *f, int64_t ep, const char *eid, const char *type, const char *payload,
                                int64_t now)
 {
-    struct store_enqueue e = {ep, eid, type, payload, strlen(payload), 3, NULL, 0, 0, 0, 0};
+    struct store_enqueue e = {ep, eid, type, payload, strlen(payload), 3, NULL, 0, 0, 0, 0, 0};
 
     begin(f);
     OK(f->w->ops->enqueue(f->w, &e, 1, now));
@@ -1383,7 +1383,7 @@ static void rollback_undoes_everything(void **state)
 {
     struct fx *f = *state;
     int64_t a = put_endpoint(f, "a", 0), id;
-    struct store_enqueue e = {a, "rb", NULL, "{\"a\":1}", 7, 3, NULL, 0, 0, 0, 0};
+    struct store_enqueue e = {a, "rb", NULL, "{\"a\":1}", 7, 3, NULL, 0, 0, 0, 0, 0};
 
     id = enqueue_at(f, a, "kept", T0, NULL);
     begin(f);
@@ -1851,7 +1851,7 @@ static void delayed_rows_wait_their_time(void **state)
 {
     struct fx *f = *state;
     int64_t a = put_endpoint(f, "a", 0), at, y;
-    struct store_enqueue e = {a, "x", "conversion", "{\"a\":1}", 7, 3, NULL, 0, 0, 0, T0 + 1000};
+    struct store_enqueue e = {a, "x", "conversion", "{\"a\":1}", 7, 3, NULL, 0, 0, 0, T0 + 1000, 0};
     struct store_stats s;
     struct claimed c;
     int dup;
@@ -1956,7 +1956,7 @@ static void export_then_import_moves_the_queue(void **state)
     int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0), c = put_endpoint(f, "c", 0);
     int64_t d = put_endpoint(f, "d", 0);   /* never claimed: its row keeps its own payload */
     static const char body[] = "{\"z\":1, \"a\":\"caf\xc3\xa9 \\n \\u00e9\"}";   /* key order, UTF-8, escapes */
-    struct store_enqueue e = {d, "e0", NULL, body, sizeof body - 1, 7, "k1", 0, 0, 0, 0};
+    struct store_enqueue e = {d, "e0", NULL, body, sizeof body - 1, 7, "k1", 0, 0, 0, 0, 0};
     struct exported x = {0}, y = {0};
     struct claimed cl;
     int64_t e2, e3, e4, e5, now = T0 + 5000;
@@ -2039,6 +2039,93 @@ static void export_then_import_moves_the_queue(void **state)
         assert_true((q->ordering_key == NULL) == (p->ordering_key == NULL));
         assert_true((q->last_error_class == NULL) == (p->last_error_class == NULL));
     }
+    exported_free(&x);
+    exported_free(&y);
+}
+
+/* The exported row of (ep, eid) in x, or NULL. */
+static const struct store_row *row_of(const struct exported *x, int64_t ep, const char *eid)
+{
+    int i;
+
+    for (i = 0; i < x->n; i++)
+        if (x->r[i].endpoint_id == ep && strcmp(x->r[i].event_id, eid) == 0)
+            return &x->r[i];
+    return NULL;
+}
+
+/* A due time an enqueue named with deliver_at is a time on the wall
+ * clock: a step either way leaves it, while a delay's moves. Once tried
+ * (a retry) or requeued, the row's waits move again. Export and import
+ * keep the mark. */
+static void clock_step_keeps_deliver_at(void **state)
+{
+    struct fx *f = *state;
+    const int64_t H = 3600000, AT = T0 + 600000;
+    int64_t a = put_endpoint(f, "a", 0), b = put_endpoint(f, "b", 0), rows, g_due;
+    struct store_enqueue v[4] = {{a, "fixed", NULL, "{\"a\":1}", 7, 3, NULL, 0, 0, 0, AT, 1},
+                                 {a, "delay", NULL, "{\"a\":1}", 7, 3, NULL, 0, 0, 0, AT, 0},
+                                 {a, "tried", NULL, "{\"a\":1}", 7, 3, NULL, 0, 0, 0, T0 + 1000, 1},
+                                 {a, "requeued", NULL, "{\"a\":1}", 7, 3, NULL, 0, 0, 0, T0 + 1000, 1}};
+    struct store_filter rq = {0, a, 0, MSG_BIT(MSG_DEAD_LETTER)};
+    struct exported x = {0}, y = {0};
+    struct claimed c;
+    int64_t n = 0, gone = 0;
+    int i;
+
+    begin(f);
+    OK(f->w->ops->enqueue(f->w, v, 4, T0));
+    commit(f);
+    /* "tried" fails its first attempt, "requeued" dies and is requeued */
+    c = claim(f, a, T0 + 1000, 10);
+    assert_int_equal(c.n, 2);
+    assert_true(settle(f, v[2].id, a, SETTLE_RETRY, 1, T0 + 1000, 503, 1, "http_503", "HTTP 503"));
+    assert_true(settle(f, v[3].id, a, SETTLE_DEAD, 1, T0 + 1000, 400, 1, "http_400", "HTTP 400"));
+    begin(f);
+    OK(f->w->ops->requeue(f->w, &rq, T0 + 1500, &n, &gone));
+    commit(f);
+    assert_int_equal(n, 1);
+    assert_int_equal(get(f, v[3].id).m.next_attempt_at, T0 + 1500);
+    g_due = get(f, v[2].id).m.next_attempt_at;
+
+    /* exported with the mark; imported under b, the copies keep it */
+    OK(f->r->ops->export_rows(f->r, T0 + 1600, keep_row, &x));
+    assert_int_equal(row_of(&x, a, "fixed")->deliver_at, AT);
+    assert_int_equal(row_of(&x, a, "delay")->deliver_at, 0);
+    for (i = 0; i < x.n; i++)
+        x.r[i].endpoint_id = b;
+    begin(f);
+    OK(f->w->ops->import_rows(f->w, x.r, (size_t)x.n));
+    commit(f);
+
+    begin(f);
+    OK(f->w->ops->clock_step(f->w, -H, 0, &rows));
+    commit(f);
+    assert_int_equal(get(f, v[0].id).m.next_attempt_at, AT);
+    assert_int_equal(get(f, v[0].id).m.created_at, T0 - H);   /* its age stays true */
+    assert_int_equal(get(f, v[1].id).m.next_attempt_at, AT - H);
+    assert_int_equal(get(f, v[2].id).m.next_attempt_at, g_due - H);
+    assert_int_equal(get(f, v[3].id).m.next_attempt_at, T0 + 1500 - H);
+    /* by the stepped clock the waits are due when they were; the time not */
+    c = claim(f, a, AT - H, 10);
+    assert_int_equal(c.n, 3);
+    for (i = 0; i < c.n; i++)
+        assert_int_not_equal(c.id[i], v[0].id);
+
+    begin(f);
+    OK(f->w->ops->clock_step(f->w, 2 * H, 0, &rows));
+    commit(f);
+    assert_int_equal(get(f, v[0].id).m.next_attempt_at, AT);
+    OK(f->r->ops->export_rows(f->r, T0 + H, keep_row, &y));
+    assert_int_equal(row_of(&y, b, "fixed")->next_attempt_at, AT);
+    assert_int_equal(row_of(&y, b, "fixed")->deliver_at, AT);
+    assert_int_equal(row_of(&y, b, "delay")->next_attempt_at, AT + H);
+    assert_int_equal(row_of(&y, b, "tried")->next_attempt_at, g_due + H);
+    assert_int_equal(row_of(&y, b, "requeued")->next_attempt_at, T0 + 1500 + H);
+    /* a forward step past the time: due at once by the new clock */
+    c = claim(f, a, T0 + H, 10);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.id[0], v[0].id);
     exported_free(&x);
     exported_free(&y);
 }
@@ -2164,7 +2251,7 @@ static void shared_clock_step_moves_only_this_nodes_rows(void **state)
     OK(w2->ops->node_beat(w2, &nd));
     assert_int_equal(nd.lead, 0);
     {
-        struct store_enqueue e = {a, "q", NULL, "{}", 2, 3, NULL, 0, 0, 0, 0};
+        struct store_enqueue e = {a, "q", NULL, "{}", 2, 3, NULL, 0, 0, 0, 0, 0};
         OK(w2->ops->begin(w2, 1));
         OK(w2->ops->enqueue(w2, &e, 1, T0 + 2));   /* by n2's clock */
         OK(w2->ops->commit(w2));
@@ -2322,6 +2409,7 @@ static void shared_breaker_blocks_every_node(void **state)
         cmocka_unit_test_setup_teardown(stats_count_and_find_the_oldest, setup, teardown),     \
         cmocka_unit_test_setup_teardown(delayed_rows_wait_their_time, setup, teardown),        \
         cmocka_unit_test_setup_teardown(export_then_import_moves_the_queue, setup, teardown),          \
+        cmocka_unit_test_setup_teardown(clock_step_keeps_deliver_at, setup, teardown),          \
         cmocka_unit_test_setup_teardown(shared_results_count_for_the_claiming_node_only, setup, teardown), \
         cmocka_unit_test_setup_teardown(shared_clock_step_moves_only_this_nodes_rows, setup, teardown), \
         cmocka_unit_test_setup_teardown(shared_breaker_blocks_every_node, setup, teardown)
