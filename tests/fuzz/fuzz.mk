@@ -31,7 +31,7 @@ FUZZ_LIBS     := $(shell $(PKG_CONFIG) --libs $(FUZZ_PKGS) 2>/dev/null) -lmbedtl
 # the project sources each target compiles in (pure modules only)
 FUZZ_SRCS_proto       := src/proto.c src/msgsel.c src/jpath.c src/store.c src/jscan.c src/schedule.c src/util.c src/esc.c
 FUZZ_SRCS_config      := src/config.c src/settings.c src/epdef.c src/filter.c src/netpolicy.c src/sign.c src/util.c src/log.c \
-                         src/tpl.c src/tplfn.c src/jpath.c src/outcome.c src/opsev.c src/esc.c src/urlmask.c
+                         src/tpl.c src/tplfn.c src/jpath.c src/outcome.c src/opsev.c src/esc.c src/urlmask.c src/tlsid.c src/proxy.c
 FUZZ_SRCS_netpolicy   := src/netpolicy.c
 FUZZ_SRCS_retry_after := src/retry_after.c
 FUZZ_SRCS_esc         := src/esc.c src/util.c src/urlmask.c
@@ -39,7 +39,7 @@ FUZZ_SRCS_tpl         := src/tpl.c src/tplfn.c src/jpath.c src/util.c src/esc.c 
 FUZZ_SRCS_filter      := src/filter.c src/jpath.c src/util.c src/esc.c
 FUZZ_SRCS_export      := src/export_fmt.c src/endpoint.c src/epdef.c src/filter.c src/settings.c src/config.c src/breaker.c \
                          src/store.c src/netpolicy.c src/sign.c src/util.c src/log.c src/tpl.c src/tplfn.c src/jpath.c \
-                         src/outcome.c src/opsev.c src/esc.c src/urlmask.c src/seal.c
+                         src/outcome.c src/opsev.c src/esc.c src/urlmask.c src/seal.c src/tlsid.c src/proxy.c
 
 FUZZ_BINS   := $(FUZZ_TARGETS:%=$(FUZZ_OUT)/fuzz_%)
 REGRESS_BINS := $(FUZZ_TARGETS:%=$(FUZZ_OUT)/regress_%)
