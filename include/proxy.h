@@ -42,7 +42,8 @@ struct proxy_url {
 int proxy_parse(const char *value, struct proxy_url *p, char *err, size_t errlen);
 
 /* The URL libcurl is given (CURLOPT_PROXY): the shown form with the
- * credentials put back (auth NULL or "": none). 0, or -1 when it does
+ * credentials put back (auth NULL or "": none; a raw '@' in them
+ * percent-encoded). 0, or -1 when it does
  * not fit in n. */
 int proxy_curl_url(const char *shown, const char *auth, char *out, size_t n);
 

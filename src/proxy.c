@@ -131,17 +131,37 @@ int proxy_curl_url(const char *shown, const char *auth, char *out, size_t n)
 {
     const char *hp = shown + 7;   /* after "http://" */
     const char *at = strchr(hp, '@');
-    int w;
+    size_t o;
 
-    if (strncmp(shown, "http://", 7) != 0)
+    if (strncmp(shown, "http://", 7) != 0 || n < 8)
         return -1;
     if (at)
         hp = at + 1;
-    if (auth && *auth)
-        w = snprintf(out, n, "http://%s@%s", auth, hp);
-    else
-        w = snprintf(out, n, "http://%s", hp);
-    return w < 0 || (size_t)w >= n ? -1 : 0;
+    memcpy(out, "http://", 7);
+    o = 7;
+    /* libcurl's URL parser ends the userinfo at the first '@' (7.88:
+     * "Unsupported proxy syntax"), proxy_parse at the last: a password's
+     * own '@' goes percent-encoded, which libcurl decodes */
+    for (; auth && *auth; auth++) {
+        const char *c = *auth == '@' ? "%40" : auth;
+        size_t l = *auth == '@' ? 3 : 1;
+        if (o + l >= n)
+            goto fail;
+        memcpy(out + o, c, l);
+        o += l;
+    }
+    if (o > 7) {
+        if (o + 1 >= n)
+            goto fail;
+        out[o++] = '@';
+    }
+    if (o + strlen(hp) >= n)
+        goto fail;
+    memcpy(out + o, hp, strlen(hp) + 1);
+    return 0;
+fail:
+    explicit_bzero(out, n);
+    return -1;
 }
 
 int proxy_connect_to(const struct sockaddr *sa, int port, char *out, size_t n)

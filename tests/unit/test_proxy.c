@@ -100,6 +100,12 @@ static void test_curl_url(void **state)
     (void)state;
     assert_int_equal(proxy_curl_url("http://***@proxy:3128", "alice:s3cr%40t", out, sizeof out), 0);
     assert_string_equal(out, "http://alice:s3cr%40t@proxy:3128");
+    /* a raw '@' in the password (proxy_parse takes the last '@') goes
+     * encoded: libcurl would end the userinfo at the first */
+    assert_int_equal(proxy_curl_url("http://***@proxy:3128", "bob:p@ss", out, sizeof out), 0);
+    assert_string_equal(out, "http://bob:p%40ss@proxy:3128");
+    assert_int_equal(proxy_curl_url("http://***@proxy:3128", "bob:p@ss", out, 28), -1);
+    assert_int_equal(proxy_curl_url("http://***@proxy:3128", "bob:p@ss", out, 29), 0);
     assert_int_equal(proxy_curl_url("http://proxy:3128", NULL, out, sizeof out), 0);
     assert_string_equal(out, "http://proxy:3128");
     /* masked but the credentials lost: none are sent, "***" is not one */
