@@ -286,9 +286,12 @@ static int via_proxy(struct xfer *x, struct djob *j, const char *url)
         xfer_fail(j, ERRC_INTERNAL, "cannot read the target host of the URL");
         return -1;
     }
-    rc = proxy_resolve(host, x->np, &sa, &reason);
-    if (rc == -2) {
-        xfer_fail(j, ERRC_DNS, curl_easy_strerror(CURLE_COULDNT_RESOLVE_HOST));
+    /* the endpoint's connect timeout bounds the lookup as it bounds
+     * libcurl's own */
+    rc = proxy_resolve(host, x->np, (int)j->ep->eff.connect_timeout_ms, &sa, &reason);
+    if (rc == -2 || rc == -3) {
+        xfer_fail(j, ERRC_DNS,
+                  rc == -2 ? curl_easy_strerror(CURLE_COULDNT_RESOLVE_HOST) : "the name did not resolve in time");
         return -1;
     }
     if (rc < 0) {

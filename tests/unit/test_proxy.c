@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <cmocka.h>
 
 #include "proxy.h"
@@ -176,17 +178,85 @@ static void test_resolve_literal(void **state)
 
     (void)state;
     assert_int_equal(netpolicy_parse(&np, "", err, sizeof err), 0);
-    assert_int_equal(proxy_resolve("127.0.0.1", &np, &out, &reason), -1);
+    assert_int_equal(proxy_resolve("127.0.0.1", &np, 5000, &out, &reason), -1);
     assert_string_equal(reason, "loopback");
     assert_int_equal(netpolicy_parse(&np, "127.0.0.0/8", err, sizeof err), 0);
-    assert_int_equal(proxy_resolve("127.0.0.1", &np, &out, &reason), 0);
+    assert_int_equal(proxy_resolve("127.0.0.1", &np, 5000, &out, &reason), 0);
     assert_int_equal(out.ss_family, AF_INET);
-    assert_int_equal(proxy_resolve("no-such-host.invalid", &np, &out, &reason), -2);
+    assert_int_equal(proxy_resolve("no-such-host.invalid", &np, 5000, &out, &reason), -2);
     /* a cached name is judged again at every use */
-    assert_int_equal(proxy_resolve("localhost", &np, &out, &reason), 0);
+    assert_int_equal(proxy_resolve("localhost", &np, 5000, &out, &reason), 0);
     assert_int_equal(netpolicy_parse(&np, "", err, sizeof err), 0);
-    assert_int_equal(proxy_resolve("localhost", &np, &out, &reason), -1);
+    assert_int_equal(proxy_resolve("localhost", &np, 5000, &out, &reason), -1);
     assert_string_equal(reason, "loopback");
+}
+
+/* A resolver that counts its calls and, while held, blocks until let go. */
+static pthread_mutex_t fake_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fake_cv = PTHREAD_COND_INITIALIZER;
+static int fake_calls, fake_held;
+
+static int fake_gai(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **res)
+{
+    (void)hints;
+    pthread_mutex_lock(&fake_mu);
+    fake_calls++;
+    while (fake_held)
+        pthread_cond_wait(&fake_cv, &fake_mu);
+    pthread_mutex_unlock(&fake_mu);
+    if (strncmp(node, "gone", 4) == 0)
+        return EAI_NONAME;
+    return getaddrinfo("127.0.0.1", service, NULL, res);
+}
+
+static int calls(void)
+{
+    int n;
+
+    pthread_mutex_lock(&fake_mu);
+    n = fake_calls;
+    pthread_mutex_unlock(&fake_mu);
+    return n;
+}
+
+static void hold(int on)
+{
+    pthread_mutex_lock(&fake_mu);
+    fake_held = on;
+    pthread_cond_broadcast(&fake_cv);
+    pthread_mutex_unlock(&fake_mu);
+}
+
+static void test_resolve_bounded(void **state)
+{
+    struct netpolicy np;
+    struct sockaddr_storage out;
+    const char *reason = NULL;
+    char err[100];
+    int i;
+
+    (void)state;
+    assert_int_equal(netpolicy_parse(&np, "127.0.0.0/8", err, sizeof err), 0);
+    proxy_dns_hook(fake_gai, freeaddrinfo);
+    /* a resolver that does not answer: the caller gets -3 after its wait,
+     * not when the resolver gives up; two callers, one lookup */
+    hold(1);
+    assert_int_equal(proxy_resolve("slow.example", &np, 50, &out, &reason), -3);
+    assert_int_equal(proxy_resolve("slow.example", &np, 50, &out, &reason), -3);
+    assert_int_equal(calls(), 1);
+    /* its late answer serves the next attempt from the cache */
+    hold(0);
+    for (i = 0; i < 500 && proxy_resolve("slow.example", &np, 0, &out, &reason) != 0; i++)
+        proxy_resolve("slow.example", &np, 10, &out, &reason);
+    assert_int_equal(proxy_resolve("slow.example", &np, 0, &out, &reason), 0);
+    assert_int_equal(out.ss_family, AF_INET);
+    assert_int_equal(calls(), 1);
+    /* a name that does not resolve is looked up once per
+     * PROXY_DNS_NEG_TTL_MS, not at every attempt */
+    assert_int_equal(proxy_resolve("gone.example", &np, 5000, &out, &reason), -2);
+    assert_int_equal(proxy_resolve("gone.example", &np, 5000, &out, &reason), -2);
+    assert_int_equal(calls(), 2);
+    proxy_dns_hook(NULL, NULL);
 }
 
 static void test_target(void **state)
@@ -225,7 +295,7 @@ int main(void)
         cmocka_unit_test(test_parse_good),    cmocka_unit_test(test_parse_bad),
         cmocka_unit_test(test_parse_too_long), cmocka_unit_test(test_curl_url),
         cmocka_unit_test(test_connect_to),    cmocka_unit_test(test_pick),
-        cmocka_unit_test(test_resolve_literal), cmocka_unit_test(test_target),
+        cmocka_unit_test(test_resolve_literal), cmocka_unit_test(test_resolve_bounded), cmocka_unit_test(test_target),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
