@@ -339,6 +339,32 @@ static int proxy_failed(struct xfer *x, struct djob *j, CURLcode rc)
     return 1;
 }
 
+/* Does curl's error text hold the proxy's credentials? libcurl writes
+ * the whole proxy URL into some of its messages ("Unsupported proxy
+ * syntax in '...'"); proxy_failed replaces those it knows, this catches
+ * any other before the text reaches the attempt log. */
+static int names_proxy_auth(const struct xfer *x, const char *text)
+{
+    const char *ui = x->proxy + 7, *at = strrchr(ui, '@'), *colon;
+    char part[PROXY_URL_MAX];
+    size_t n;
+    int hit;
+
+    if (!x->proxied || strncmp(x->proxy, "http://", 7) != 0 || !at)
+        return 0;
+    n = (size_t)(at - ui);
+    colon = memchr(ui, ':', n);
+    /* the password alone, else the whole userinfo (a token) */
+    if (colon && colon + 1 < at)
+        ui = colon + 1;
+    n = (size_t)(at - ui);
+    memcpy(part, ui, n);
+    part[n] = '\0';
+    hit = strstr(text, part) != NULL;
+    explicit_bzero(part, sizeof part);
+    return hit;
+}
+
 struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct netshare *ns)
 {
     struct xfer *x = calloc(1, sizeof *x);
@@ -592,7 +618,7 @@ void xfer_result(struct xfer *x, CURLcode rc)
         /* timeouts and refused connects: curl's detail carries elapsed
          * times and byte counts, which would make every dead letter's
          * error unique; the dead-letter analysis groups by this text */
-        if (j->errc == ERRC_TIMEOUT || j->errc == ERRC_CONNECT || !x->errbuf[0])
+        if (j->errc == ERRC_TIMEOUT || j->errc == ERRC_CONNECT || !x->errbuf[0] || names_proxy_auth(x, x->errbuf))
             util_strlcpy(j->error, curl_easy_strerror(rc), sizeof j->error);
         else
             util_strlcpy(j->error, x->errbuf, sizeof j->error);
