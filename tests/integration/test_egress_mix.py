@@ -15,8 +15,8 @@ import shutil
 import pytest
 
 from connect_proxy import ConnectProxy
-from test_mtls import pin_of
-from test_tls import LOCAL, Nginx, deliver_one, make_ca, make_leaf, tls_ep
+from test_mtls import MtlsNginx, pin_of
+from test_tls import LOCAL, deliver_one, make_ca, make_leaf, tls_ep
 
 pytestmark = pytest.mark.skipif(not (shutil.which("nginx") and shutil.which("openssl")),
                                 reason="nginx or openssl not installed (make deps)")
@@ -38,20 +38,15 @@ def pki(tmp_path_factory):
     return p
 
 
-class AskingNginx(Nginx):
-    """nginx asking for (not requiring) a client certificate; who.log:
-    '<uri> <verify result> <connection serial>' per request."""
+class AskingNginx(MtlsNginx):
+    """nginx asking for (not requiring) a client certificate; per request
+    [uri, verify result, connection serial]."""
 
     def __init__(self, d, pki):
-        d.mkdir(parents=True, exist_ok=True)
-        extra = ("ssl_verify_client optional; ssl_client_certificate %s; ssl_verify_depth 2;"
-                 " log_format w '$request_uri $ssl_client_verify $connection';"
-                 " access_log %s/logs/who.log w;" % (pki["client_ca"], d))
-        super().__init__(d, pki["server"], extra=extra)
+        super().__init__(d, pki, verify="optional", what="$connection")
 
     def who(self):
-        f = self.dir / "logs" / "who.log"
-        return [l.split() for l in f.read_text().splitlines()] if f.exists() else []
+        return [l.split() for l in self.clients()]
 
 
 @pytest.fixture

@@ -56,14 +56,15 @@ def pki(tmp_path_factory):
 
 
 class MtlsNginx(Nginx):
-    """nginx demanding a client certificate signed by client_ca; mtls.log
-    holds, per request, the verification result and the client's subject."""
+    """nginx demanding (verify "on"; "optional": asking for) a client
+    certificate signed by client_ca; mtls.log holds, per request, the
+    verification result and what `what` names (the client's subject)."""
 
-    def __init__(self, d, pki):
+    def __init__(self, d, pki, verify="on", what="$ssl_client_s_dn"):
         d.mkdir(parents=True, exist_ok=True)
-        extra = ("ssl_verify_client on; ssl_client_certificate %s; ssl_verify_depth 2;"
-                 " log_format m '$request_uri $ssl_client_verify $ssl_client_s_dn';"
-                 " access_log %s/logs/mtls.log m;" % (pki["client_ca"], d))
+        extra = ("ssl_verify_client %s; ssl_client_certificate %s; ssl_verify_depth 2;"
+                 " log_format m '$request_uri $ssl_client_verify %s';"
+                 " access_log %s/logs/mtls.log m;" % (verify, pki["client_ca"], what, d))
         super().__init__(d, pki["server"], extra=extra)
 
     def clients(self):
