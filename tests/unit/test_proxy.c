@@ -169,6 +169,32 @@ static void test_pick(void **state)
     assert_null(reason);
 }
 
+/* An IPv4 address spelt as IPv6 (::ffff:10.1.2.3) is judged as the IPv4
+ * address it reaches, refused and allowed alike; the CONNECT names it as
+ * resolved. */
+static void test_pick_v4mapped(void **state)
+{
+    struct sockaddr_storage a, out;
+    struct netpolicy np;
+    const char *reason = NULL;
+    char err[100], ct[80];
+
+    (void)state;
+    memset(&a, 0, sizeof a);
+    a.ss_family = AF_INET6;
+    inet_pton(AF_INET6, "::ffff:10.1.2.3", &((struct sockaddr_in6 *)&a)->sin6_addr);
+    assert_int_equal(netpolicy_parse(&np, "", err, sizeof err), 0);
+    assert_int_equal(proxy_pick(&a, 1, &np, &out, &reason), -1);
+    assert_string_equal(reason, "private");
+    inet_pton(AF_INET6, "::ffff:127.0.0.1", &((struct sockaddr_in6 *)&a)->sin6_addr);
+    assert_int_equal(proxy_pick(&a, 1, &np, &out, &reason), -1);
+    assert_string_equal(reason, "loopback");
+    assert_int_equal(netpolicy_parse(&np, "127.0.0.0/8", err, sizeof err), 0);
+    assert_int_equal(proxy_pick(&a, 1, &np, &out, &reason), 0);
+    assert_int_equal(proxy_connect_to((struct sockaddr *)&out, 8080, ct, sizeof ct), 0);
+    assert_string_equal(ct, "::[::ffff:127.0.0.1]:8080");
+}
+
 static void test_resolve_literal(void **state)
 {
     struct netpolicy np;
@@ -295,7 +321,7 @@ int main(void)
         cmocka_unit_test(test_parse_good),    cmocka_unit_test(test_parse_bad),
         cmocka_unit_test(test_parse_too_long), cmocka_unit_test(test_curl_url),
         cmocka_unit_test(test_connect_to),    cmocka_unit_test(test_pick),
-        cmocka_unit_test(test_resolve_literal), cmocka_unit_test(test_resolve_bounded), cmocka_unit_test(test_target),
+        cmocka_unit_test(test_pick_v4mapped), cmocka_unit_test(test_resolve_literal), cmocka_unit_test(test_resolve_bounded), cmocka_unit_test(test_target),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
