@@ -25,6 +25,7 @@
 #include "netpolicy.h"
 
 #define PROXY_URL_MAX 512     /* the whole key, credentials included */
+#define PROXY_CURL_URL_MAX (3 * PROXY_URL_MAX)   /* proxy_curl_url's: each '@' of the credentials takes 3 */
 #define PROXY_MASKED "***"    /* the userinfo of the shown form */
 #define PROXY_NONE "none"     /* an endpoint's proxy: direct, whatever [delivery] proxy says */
 

@@ -266,13 +266,13 @@ static void ssrf_text(char *out, size_t n, const char *reason)
 static int via_proxy(struct xfer *x, struct djob *j, const char *url)
 {
     const struct ep_def *d = &j->ep->def;
-    char host[256], pu[PROXY_URL_MAX], why[160];
+    char host[256], pu[PROXY_CURL_URL_MAX], why[160];
     struct sockaddr_storage sa;
     const char *reason = NULL;
     int port, rc;
 
     /* the endpoint's own, else [delivery] proxy; "none": direct */
-    x->proxied = d->rq.proxy ? strcmp(d->rq.proxy, PROXY_NONE) != 0 : x->proxy_dflt[0] != '\0';
+    x->proxied = d->rq.proxy ? strcmp(d->rq.proxy, PROXY_NONE) != 0 : x->proxy_dflt_on;
     if (!x->proxied) {
         if (x->proxy[0]) {
             curl_easy_setopt(x->easy, CURLOPT_PROXY, "");
@@ -301,8 +301,10 @@ static int via_proxy(struct xfer *x, struct djob *j, const char *url)
     }
     if (d->rq.proxy)
         rc = proxy_curl_url(d->rq.proxy, d->proxy_auth, pu, sizeof pu);
-    else
+    else if (x->proxy_dflt[0])
         memcpy(pu, x->proxy_dflt, sizeof pu);
+    else
+        rc = -1;   /* set but unusable: never direct instead */
     if (rc < 0 || proxy_connect_to((struct sockaddr *)&sa, port, x->connect_to, sizeof x->connect_to) < 0) {
         explicit_bzero(pu, sizeof pu);
         xfer_fail(j, ERRC_INTERNAL, "cannot build the proxy request");
@@ -384,6 +386,7 @@ struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct
     x->ca_global = c->ca_file && *c->ca_file ? c->ca_file : NULL;
     if (c->proxy && *c->proxy) {
         /* checked at load (config.c): it parses */
+        x->proxy_dflt_on = 1;
         struct proxy_url p;
         char why[160];
         if (proxy_parse(c->proxy, &p, why, sizeof why) == 0)

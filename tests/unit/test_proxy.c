@@ -108,6 +108,20 @@ static void test_curl_url(void **state)
     assert_string_equal(out, "http://bob:p%40ss@proxy:3128");
     assert_int_equal(proxy_curl_url("http://***@proxy:3128", "bob:p@ss", out, 28), -1);
     assert_int_equal(proxy_curl_url("http://***@proxy:3128", "bob:p@ss", out, 29), 0);
+    {
+        /* the longest key, its password all '@', fits PROXY_CURL_URL_MAX */
+        char in[PROXY_URL_MAX], big[PROXY_CURL_URL_MAX];
+        struct proxy_url p;
+        char err[200];
+        size_t n = sizeof in - 1 - strlen("http://u:@h:1");
+        memset(in, 0, sizeof in);
+        memcpy(in, "http://u:", 9);
+        memset(in + 9, '@', n);
+        memcpy(in + 9 + n, "@h:1", 4);
+        assert_int_equal(proxy_parse(in, &p, err, sizeof err), 0);
+        assert_int_equal(proxy_curl_url(p.shown, p.auth, big, sizeof big), 0);
+        assert_int_equal(strlen(big), strlen(in) + 2 * n);
+    }
     assert_int_equal(proxy_curl_url("http://proxy:3128", NULL, out, sizeof out), 0);
     assert_string_equal(out, "http://proxy:3128");
     /* masked but the credentials lost: none are sent, "***" is not one */
