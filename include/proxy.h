@@ -78,8 +78,4 @@ typedef int proxy_gai_fn(const char *, const char *, const struct addrinfo *, st
 typedef void proxy_fai_fn(struct addrinfo *);
 void proxy_dns_hook(proxy_gai_fn *gai, proxy_fai_fn *fai);
 
-/* The target's host (brackets removed) and port (the scheme's default
- * when the URL has none) from an http(s) URL. 0, or -1. */
-int proxy_target(const char *url, char *host, size_t hostlen, int *port);
-
 #endif

@@ -282,7 +282,7 @@ static int via_proxy(struct xfer *x, struct djob *j, const char *url)
         }
         return 0;
     }
-    if (proxy_target(url, host, sizeof host, &port) < 0) {
+    if (netpolicy_url_target(url, host, sizeof host, &port) < 0) {
         xfer_fail(j, ERRC_INTERNAL, "cannot read the target host of the URL");
         return -1;
     }

@@ -311,22 +311,24 @@ static void test_target(void **state)
         {"https://[::1]:8443/p", "::1", 8443},
         {"http://[2001:db8::1]/", "2001:db8::1", 80},
         {"https://127.0.0.1?q", "127.0.0.1", 443},
+        /* an empty port is the default one, for curl too */
+        {"http://h:/", "h", 80},
     };
     static const char *const bad[] = {"ftp://h/", "http:///p", "http://[::1/", "http://[::1]x/",
-                                      "http://u:p@h/", "http://h:99999/", "http://h:/"};
+                                      "http://u:p@h/", "http://h:99999/", "http://[fe80::1%25eth0]/"};
     char host[256];
     int port;
     size_t i;
 
     (void)state;
     for (i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-        assert_int_equal(proxy_target(ok[i].url, host, sizeof host, &port), 0);
+        assert_int_equal(netpolicy_url_target(ok[i].url, host, sizeof host, &port), 0);
         assert_string_equal(host, ok[i].host);
         assert_int_equal(port, ok[i].port);
     }
     for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        assert_int_equal(proxy_target(bad[i], host, sizeof host, &port), -1);
-    assert_int_equal(proxy_target("http://example.com/", host, 5, &port), -1);
+        assert_int_equal(netpolicy_url_target(bad[i], host, sizeof host, &port), -1);
+    assert_int_equal(netpolicy_url_target("http://example.com/", host, 5, &port), -1);
 }
 
 int main(void)
