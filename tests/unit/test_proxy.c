@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
@@ -299,6 +300,42 @@ static void test_resolve_bounded(void **state)
     proxy_dns_hook(NULL, NULL);
 }
 
+/* Delivery threads resolving at once, names colliding in the table and
+ * expiring: every answer is a whole one (make tsan runs this too). */
+static void *resolver_thread(void *arg)
+{
+    struct netpolicy np;
+    struct sockaddr_storage out;
+    const char *reason;
+    char err[100], host[32];
+    int i, *bad = arg;
+
+    netpolicy_parse(&np, "127.0.0.0/8", err, sizeof err);
+    for (i = 0; i < 300; i++) {
+        snprintf(host, sizeof host, "h%d.example", i % 97);
+        if (proxy_resolve(host, &np, 5000, &out, &reason) != 0 || out.ss_family != AF_INET ||
+            ((struct sockaddr_in *)&out)->sin_addr.s_addr != htonl(INADDR_LOOPBACK))
+            (*bad)++;
+    }
+    return NULL;
+}
+
+static void test_resolve_threads(void **state)
+{
+    pthread_t t[4];
+    int bad[4] = {0}, i;
+
+    (void)state;
+    proxy_dns_hook(fake_gai, freeaddrinfo);
+    for (i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, resolver_thread, &bad[i]), 0);
+    for (i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(bad[i], 0);
+    }
+    proxy_dns_hook(NULL, NULL);
+}
+
 static void test_target(void **state)
 {
     static const struct {
@@ -337,7 +374,7 @@ int main(void)
         cmocka_unit_test(test_parse_good),    cmocka_unit_test(test_parse_bad),
         cmocka_unit_test(test_parse_too_long), cmocka_unit_test(test_curl_url),
         cmocka_unit_test(test_connect_to),    cmocka_unit_test(test_pick),
-        cmocka_unit_test(test_pick_v4mapped), cmocka_unit_test(test_resolve_literal), cmocka_unit_test(test_resolve_bounded), cmocka_unit_test(test_target),
+        cmocka_unit_test(test_pick_v4mapped), cmocka_unit_test(test_resolve_literal), cmocka_unit_test(test_resolve_bounded), cmocka_unit_test(test_resolve_threads), cmocka_unit_test(test_target),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
