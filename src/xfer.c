@@ -607,7 +607,15 @@ void xfer_result(struct xfer *x, CURLcode rc)
             x->snippet[x->snip_len] = '\0';
             util_printable(x->snippet);
             util_strlcpy(j->error, x->snippet, 121);
-            j->errc = tlsid_refine(ERRC_NONE, (int)status, x->snippet);
+            /* an answer about the client certificate only means that over
+             * TLS: from a plain-HTTP receiver it is an ordinary 400 */
+            {
+                const char *scheme = NULL;
+                curl_easy_getinfo(x->easy, CURLINFO_SCHEME, &scheme);
+                j->errc = scheme && strcasecmp(scheme, "https") == 0
+                              ? tlsid_refine(ERRC_NONE, (int)status, x->snippet)
+                              : ERRC_NONE;
+            }
         }
     } else if (x->blocked) {
         j->http_status = 0;

@@ -343,3 +343,15 @@ def test_handshake_refusal(hookd, pki):
         assert srv.requests == 1
     finally:
         srv.stop()
+
+
+def test_plain_http_400_is_not_a_client_certificate_refusal(hookd, receiver):
+    """nginx's words for a missing client certificate in a 400 from a
+    plain-HTTP receiver mean nothing about TLS (no certificate could have
+    been sent): http_400, dead at once like any 400, not retried as
+    tls_client_auth."""
+    from conftest import Reply
+    rcv = receiver(Reply(400, body="<html>400 No required SSL certificate was sent</html>"))
+    d = hookd(endpoints={"a": {"url": rcv.url("/a"), "max_attempts": 3}})
+    row, msg = deliver_one(d, "a")
+    assert row["status"] == "dead_letter" and classes(msg) == ["http_400"], (row, msg["attempts"])
