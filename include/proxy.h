@@ -60,22 +60,25 @@ int proxy_pick(const struct sockaddr_storage *a, size_t n, const struct netpolic
 
 /* host ("example.com", "127.0.0.1", "::1" without brackets) resolved and
  * picked as proxy_pick does. The addresses of a name are kept
- * PROXY_DNS_TTL_MS (as libcurl's own DNS cache does), a name that does
- * not resolve PROXY_DNS_NEG_TTL_MS, in a fixed table; the guard judges
- * the addresses at every use. The lookup (getaddrinfo, which has no
+ * PROXY_DNS_TTL_MS (as libcurl's own DNS cache does), then refreshed in
+ * the background while they still serve (up to PROXY_DNS_STALE_MS); a
+ * name that does not resolve is kept PROXY_DNS_NEG_TTL_MS; all in a
+ * fixed table. The guard judges the addresses at every use. The lookup (getaddrinfo, which has no
  * timeout) runs on a thread of its own and is waited for at most wait_ms:
  * a delivery thread never waits longer, and a late answer is cached for
  * the next attempt. Thread-safe. 0; -1 refused (*reason set); -2 the name
  * does not resolve; -3 no answer within wait_ms. */
 #define PROXY_DNS_TTL_MS 60000
 #define PROXY_DNS_NEG_TTL_MS 5000
+#define PROXY_DNS_STALE_MS (10 * PROXY_DNS_TTL_MS)
 int proxy_resolve(const char *host, const struct netpolicy *np, int wait_ms, struct sockaddr_storage *out,
                   const char **reason);
 
-/* Tests: the resolver proxy_resolve calls (NULL, NULL: getaddrinfo). */
+/* Tests: the resolver and the monotonic clock (ms) proxy_resolve uses
+ * (NULL: getaddrinfo, freeaddrinfo, util_mono_ms). */
 struct addrinfo;
 typedef int proxy_gai_fn(const char *, const char *, const struct addrinfo *, struct addrinfo **);
 typedef void proxy_fai_fn(struct addrinfo *);
-void proxy_dns_hook(proxy_gai_fn *gai, proxy_fai_fn *fai);
+void proxy_dns_hook(proxy_gai_fn *gai, proxy_fai_fn *fai, int64_t (*now)(void));
 
 #endif

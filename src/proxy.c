@@ -209,7 +209,9 @@ int proxy_pick(const struct sockaddr_storage *a, size_t n, const struct netpolic
  * collision replaces the older name): a fixed table, so names from any
  * number of endpoints hold no more memory. A name that does not resolve
  * is kept too, for PROXY_DNS_NEG_TTL_MS: an endpoint whose name is gone
- * costs one lookup per that time, not one per attempt.
+ * costs one lookup per that time, not one per attempt. Addresses past
+ * their minute still serve (up to PROXY_DNS_STALE_MS) while a lookup in
+ * the background refreshes them.
  *
  * getaddrinfo has no timeout of its own (a dead resolver: 5 s per try
  * and server, and more per search domain), and the delivery thread
@@ -243,6 +245,7 @@ static pthread_cond_t dns_cv;
 static pthread_once_t dns_once = PTHREAD_ONCE_INIT;
 static proxy_gai_fn *dns_gai = getaddrinfo;
 static proxy_fai_fn *dns_fai = freeaddrinfo;
+static int64_t (*dns_now)(void) = util_mono_ms;
 
 static void dns_init(void)
 {
@@ -254,11 +257,12 @@ static void dns_init(void)
     pthread_condattr_destroy(&ca);
 }
 
-void proxy_dns_hook(proxy_gai_fn *gai, proxy_fai_fn *fai)
+void proxy_dns_hook(proxy_gai_fn *gai, proxy_fai_fn *fai, int64_t (*now)(void))
 {
     pthread_mutex_lock(&dns_mu);
     dns_gai = gai ? gai : getaddrinfo;
     dns_fai = fai ? fai : freeaddrinfo;
+    dns_now = now ? now : util_mono_ms;
     pthread_mutex_unlock(&dns_mu);
 }
 
@@ -307,7 +311,7 @@ static void *dns_run(void *arg)
     j->n = n;
     j->done = 1;
     if (s->pending == j) {
-        int64_t now = util_mono_ms();
+        int64_t now = dns_now();
         s->pending = NULL;
         util_strlcpy(s->host, j->host, sizeof s->host);
         s->at_ms = now ? now : 1;
@@ -358,8 +362,8 @@ static struct dns_job *dns_start(struct dns_slot *s, const char *host)
 static size_t dns_lookup(const char *host, int wait_ms, struct sockaddr_storage *a, int *timed_out)
 {
     struct dns_slot *s = &dns[dns_slot_of(host)];
-    int64_t now = util_mono_ms();
     struct dns_job *j;
+    int64_t now;
     struct timespec until;
     size_t n = 0;
 
@@ -368,10 +372,16 @@ static size_t dns_lookup(const char *host, int wait_ms, struct sockaddr_storage 
         return 0;
     pthread_once(&dns_once, dns_init);
     pthread_mutex_lock(&dns_mu);
+    now = dns_now();
     if (s->at_ms && strcmp(s->host, host) == 0 &&
-        now - s->at_ms < (s->n ? PROXY_DNS_TTL_MS : PROXY_DNS_NEG_TTL_MS)) {
+        now - s->at_ms < (s->n ? PROXY_DNS_STALE_MS : PROXY_DNS_NEG_TTL_MS)) {
         n = s->n;
         memcpy(a, s->a, n * sizeof *a);
+        /* past its minute: this attempt takes the addresses it has (the
+         * guard judges them all the same), a lookup in the background
+         * refreshes them; only a name's first lookup is waited for */
+        if (n && now - s->at_ms >= PROXY_DNS_TTL_MS && (j = dns_start(s, host)))
+            dns_job_put(j);
         pthread_mutex_unlock(&dns_mu);
         return n;
     }

@@ -13,6 +13,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "proxy.h"
@@ -242,6 +243,7 @@ static int fake_gai(const char *node, const char *service, const struct addrinfo
     (void)hints;
     pthread_mutex_lock(&fake_mu);
     fake_calls++;
+    pthread_cond_broadcast(&fake_cv);
     while (fake_held)
         pthread_cond_wait(&fake_cv, &fake_mu);
     pthread_mutex_unlock(&fake_mu);
@@ -278,7 +280,7 @@ static void test_resolve_bounded(void **state)
 
     (void)state;
     assert_int_equal(netpolicy_parse(&np, "127.0.0.0/8", err, sizeof err), 0);
-    proxy_dns_hook(fake_gai, freeaddrinfo);
+    proxy_dns_hook(fake_gai, freeaddrinfo, NULL);
     /* a resolver that does not answer: the caller gets -3 after its wait,
      * not when the resolver gives up; two callers, one lookup */
     hold(1);
@@ -297,7 +299,69 @@ static void test_resolve_bounded(void **state)
     assert_int_equal(proxy_resolve("gone.example", &np, 5000, &out, &reason), -2);
     assert_int_equal(proxy_resolve("gone.example", &np, 5000, &out, &reason), -2);
     assert_int_equal(calls(), 2);
-    proxy_dns_hook(NULL, NULL);
+    proxy_dns_hook(NULL, NULL, NULL);
+}
+
+/* wait (at most 5 s) until the resolver has been called n times in all */
+static int await_calls(int n)
+{
+    struct timespec until;
+    int rc = 0;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    pthread_mutex_lock(&fake_mu);
+    while (fake_calls < n && rc == 0)
+        rc = pthread_cond_timedwait(&fake_cv, &fake_mu, &until);
+    rc = fake_calls;
+    pthread_mutex_unlock(&fake_mu);
+    return rc;
+}
+
+static int64_t fake_ms = 1000;
+
+static int64_t fake_now(void)
+{
+    return __atomic_load_n(&fake_ms, __ATOMIC_RELAXED);
+}
+
+/* Past their minute a name's addresses still serve while a lookup in the
+ * background refreshes them: the attempt does not wait. Past
+ * PROXY_DNS_STALE_MS the lookup is waited for again. */
+static void test_resolve_stale(void **state)
+{
+    struct netpolicy np;
+    struct sockaddr_storage out;
+    const char *reason = NULL;
+    char err[100];
+    int c0;
+
+    (void)state;
+    assert_int_equal(netpolicy_parse(&np, "127.0.0.0/8", err, sizeof err), 0);
+    proxy_dns_hook(fake_gai, freeaddrinfo, fake_now);
+    c0 = calls();
+    assert_int_equal(proxy_resolve("stale.example", &np, 5000, &out, &reason), 0);
+    assert_int_equal(calls(), c0 + 1);
+    /* within the minute: cached, no lookup */
+    __atomic_store_n(&fake_ms, 1000 + PROXY_DNS_TTL_MS - 1, __ATOMIC_RELAXED);
+    assert_int_equal(proxy_resolve("stale.example", &np, 0, &out, &reason), 0);
+    assert_int_equal(calls(), c0 + 1);
+    /* past it, with a resolver that does not answer: served at once, one
+     * refresh started */
+    hold(1);
+    __atomic_store_n(&fake_ms, 1000 + PROXY_DNS_TTL_MS, __ATOMIC_RELAXED);
+    assert_int_equal(proxy_resolve("stale.example", &np, 0, &out, &reason), 0);
+    assert_int_equal(proxy_resolve("stale.example", &np, 0, &out, &reason), 0);
+    assert_int_equal(await_calls(c0 + 2), c0 + 2);
+    hold(0);
+    /* past PROXY_DNS_STALE_MS old addresses no longer serve: the lookup
+     * is waited for (and here does not come in time) */
+    assert_int_equal(proxy_resolve("old.example", &np, 5000, &out, &reason), 0);
+    __atomic_store_n(&fake_ms, fake_now() + PROXY_DNS_STALE_MS, __ATOMIC_RELAXED);
+    hold(1);
+    assert_int_equal(proxy_resolve("old.example", &np, 50, &out, &reason), -3);
+    hold(0);
+    proxy_dns_hook(NULL, NULL, NULL);
 }
 
 /* Delivery threads resolving at once, names colliding in the table and
@@ -326,14 +390,14 @@ static void test_resolve_threads(void **state)
     int bad[4] = {0}, i;
 
     (void)state;
-    proxy_dns_hook(fake_gai, freeaddrinfo);
+    proxy_dns_hook(fake_gai, freeaddrinfo, NULL);
     for (i = 0; i < 4; i++)
         assert_int_equal(pthread_create(&t[i], NULL, resolver_thread, &bad[i]), 0);
     for (i = 0; i < 4; i++) {
         pthread_join(t[i], NULL);
         assert_int_equal(bad[i], 0);
     }
-    proxy_dns_hook(NULL, NULL);
+    proxy_dns_hook(NULL, NULL, NULL);
 }
 
 static void test_target(void **state)
@@ -374,7 +438,7 @@ int main(void)
         cmocka_unit_test(test_parse_good),    cmocka_unit_test(test_parse_bad),
         cmocka_unit_test(test_parse_too_long), cmocka_unit_test(test_curl_url),
         cmocka_unit_test(test_connect_to),    cmocka_unit_test(test_pick),
-        cmocka_unit_test(test_pick_v4mapped), cmocka_unit_test(test_resolve_literal), cmocka_unit_test(test_resolve_bounded), cmocka_unit_test(test_resolve_threads), cmocka_unit_test(test_target),
+        cmocka_unit_test(test_pick_v4mapped), cmocka_unit_test(test_resolve_literal), cmocka_unit_test(test_resolve_bounded), cmocka_unit_test(test_resolve_threads), cmocka_unit_test(test_resolve_stale), cmocka_unit_test(test_target),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
