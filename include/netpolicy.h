@@ -45,4 +45,9 @@ int netpolicy_check(const struct netpolicy *np, const struct sockaddr *sa,
  * characters, a valid port. Returns 0, or -1 with a reason. */
 int netpolicy_url_check(const char *url, char *err, size_t errlen);
 
+/* A URL that passes netpolicy_url_check: the host libcurl connects to
+ * (an IPv6 one without brackets) and the port (the scheme's default
+ * when it has none), read by libcurl's own URL parser. 0, or -1. */
+int netpolicy_url_target(const char *url, char *host, size_t hostlen, int *port);
+
 #endif

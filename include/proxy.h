@@ -25,6 +25,7 @@
 #include "netpolicy.h"
 
 #define PROXY_URL_MAX 512     /* the whole key, credentials included */
+#define PROXY_CURL_URL_MAX (3 * PROXY_URL_MAX)   /* proxy_curl_url's: each '@' of the credentials takes 3 */
 #define PROXY_MASKED "***"    /* the userinfo of the shown form */
 #define PROXY_NONE "none"     /* an endpoint's proxy: direct, whatever [delivery] proxy says */
 
@@ -42,7 +43,8 @@ struct proxy_url {
 int proxy_parse(const char *value, struct proxy_url *p, char *err, size_t errlen);
 
 /* The URL libcurl is given (CURLOPT_PROXY): the shown form with the
- * credentials put back (auth NULL or "": none). 0, or -1 when it does
+ * credentials put back (auth NULL or "": none; a raw '@' in them
+ * percent-encoded). 0, or -1 when it does
  * not fit in n. */
 int proxy_curl_url(const char *shown, const char *auth, char *out, size_t n);
 
@@ -58,16 +60,25 @@ int proxy_pick(const struct sockaddr_storage *a, size_t n, const struct netpolic
 
 /* host ("example.com", "127.0.0.1", "::1" without brackets) resolved and
  * picked as proxy_pick does. The addresses of a name are kept
- * PROXY_DNS_TTL_MS (as libcurl's own DNS cache does), so a delivery
- * thread blocks in getaddrinfo once a minute per host, not per attempt;
- * the guard judges them at every use. Thread-safe. 0; -1 refused
- * (*reason set); -2 the name does not resolve. */
+ * PROXY_DNS_TTL_MS (as libcurl's own DNS cache does), then refreshed in
+ * the background while they still serve (up to PROXY_DNS_STALE_MS); a
+ * name that does not resolve is kept PROXY_DNS_NEG_TTL_MS; all in a
+ * fixed table. The guard judges the addresses at every use. The lookup (getaddrinfo, which has no
+ * timeout) runs on a thread of its own and is waited for at most wait_ms:
+ * a delivery thread never waits longer, and a late answer is cached for
+ * the next attempt. Thread-safe. 0; -1 refused (*reason set); -2 the name
+ * does not resolve; -3 no answer within wait_ms. */
 #define PROXY_DNS_TTL_MS 60000
-int proxy_resolve(const char *host, const struct netpolicy *np, struct sockaddr_storage *out,
+#define PROXY_DNS_NEG_TTL_MS 5000
+#define PROXY_DNS_STALE_MS (10 * PROXY_DNS_TTL_MS)
+int proxy_resolve(const char *host, const struct netpolicy *np, int wait_ms, struct sockaddr_storage *out,
                   const char **reason);
 
-/* The target's host (brackets removed) and port (the scheme's default
- * when the URL has none) from an http(s) URL. 0, or -1. */
-int proxy_target(const char *url, char *host, size_t hostlen, int *port);
+/* Tests: the resolver and the monotonic clock (ms) proxy_resolve uses
+ * (NULL: getaddrinfo, freeaddrinfo, util_mono_ms). */
+struct addrinfo;
+typedef int proxy_gai_fn(const char *, const char *, const struct addrinfo *, struct addrinfo **);
+typedef void proxy_fai_fn(struct addrinfo *);
+void proxy_dns_hook(proxy_gai_fn *gai, proxy_fai_fn *fai, int64_t (*now)(void));
 
 #endif

@@ -34,8 +34,9 @@ struct xfer {
     int ca_set;                 /* ca holds it */
     char *cert, *key, *pins;    /* the client certificate, key and pins the handle
                                  * is set to (NULL: none; xfer.c's `unknown`: not known) */
-    char proxy[PROXY_URL_MAX];  /* the proxy the handle is set to, credentials and all ("": none) */
-    char proxy_dflt[PROXY_URL_MAX];  /* [delivery] proxy as libcurl takes it ("": none) */
+    char proxy[PROXY_CURL_URL_MAX];  /* the proxy the handle is set to, credentials and all ("": none) */
+    char proxy_dflt[PROXY_CURL_URL_MAX];  /* [delivery] proxy as libcurl takes it */
+    int proxy_dflt_on;          /* [delivery] proxy is set (proxy_dflt "": not usable, fail) */
     char connect_to[80];        /* the attempt's CONNECT target, "::ADDR:PORT" (proxy.h) */
     struct curl_slist ct;       /* connect_to as curl's list of one */
     /* headers: three per-attempt nodes in front of the endpoint's fixed

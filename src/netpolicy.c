@@ -317,7 +317,10 @@ static void np_errf_curl(char *err, size_t errlen, CURLUcode uc)
         snprintf(err, errlen, "URL is not valid: %s", curl_url_strerror(uc));
 }
 
-int netpolicy_url_check(const char *url, char *err, size_t errlen)
+/* netpolicy_url_check, and with host non-NULL the host (IPv6 without
+ * brackets) and port (the scheme's default when none) curl will connect
+ * to. */
+static int np_url_parse(const char *url, char *err, size_t errlen, char *hostout, size_t hostlen, int *portout)
 {
     CURLU *u = NULL;
     CURLUcode uc;
@@ -427,9 +430,27 @@ int netpolicy_url_check(const char *url, char *err, size_t errlen)
             np_err(err, errlen, "URL port must be a number 1..65535");
             goto out;
         }
+        if (portout)
+            *portout = (int)v;
     } else if (uc != CURLUE_NO_PORT) {
         np_errf_curl(err, errlen, uc);
         goto out;
+    } else if (portout) {
+        *portout = slen == 5 ? 443 : 80;
+    }
+    if (hostout) {
+        const char *h = host;
+        size_t hl = strlen(host);
+        if (h[0] == '[' && hl >= 2 && h[hl - 1] == ']') {
+            h++;
+            hl -= 2;
+        }
+        if (hl == 0 || hl >= hostlen) {
+            np_err(err, errlen, "URL host too long");
+            goto out;
+        }
+        memcpy(hostout, h, hl);
+        hostout[hl] = '\0';
     }
     rc = 0;
 out:
@@ -439,4 +460,16 @@ out:
     curl_free(pass);
     curl_url_cleanup(u);
     return rc;
+}
+
+int netpolicy_url_check(const char *url, char *err, size_t errlen)
+{
+    return np_url_parse(url, err, errlen, NULL, 0, NULL);
+}
+
+int netpolicy_url_target(const char *url, char *host, size_t hostlen, int *port)
+{
+    char err[160];
+
+    return np_url_parse(url, err, sizeof err, host, hostlen, port);
 }

@@ -61,12 +61,7 @@ int tlsid_key_mode_check(const char *path, mode_t mode, uid_t uid, uid_t euid, c
 
 static const char *find(const char *s, size_t n, const char *what)
 {
-    size_t wl = strlen(what), i;
-
-    for (i = 0; i + wl <= n; i++)
-        if (memcmp(s + i, what, wl) == 0)
-            return s + i;
-    return NULL;
+    return memmem(s, n, what, strlen(what));
 }
 
 int tlsid_key_text_check(const char *path, const char *text, size_t n, char *err, size_t errlen)

@@ -266,13 +266,13 @@ static void ssrf_text(char *out, size_t n, const char *reason)
 static int via_proxy(struct xfer *x, struct djob *j, const char *url)
 {
     const struct ep_def *d = &j->ep->def;
-    char host[256], pu[PROXY_URL_MAX], why[160];
+    char host[256], pu[PROXY_CURL_URL_MAX], why[160];
     struct sockaddr_storage sa;
     const char *reason = NULL;
     int port, rc;
 
     /* the endpoint's own, else [delivery] proxy; "none": direct */
-    x->proxied = d->rq.proxy ? strcmp(d->rq.proxy, PROXY_NONE) != 0 : x->proxy_dflt[0] != '\0';
+    x->proxied = d->rq.proxy ? strcmp(d->rq.proxy, PROXY_NONE) != 0 : x->proxy_dflt_on;
     if (!x->proxied) {
         if (x->proxy[0]) {
             curl_easy_setopt(x->easy, CURLOPT_PROXY, "");
@@ -282,13 +282,16 @@ static int via_proxy(struct xfer *x, struct djob *j, const char *url)
         }
         return 0;
     }
-    if (proxy_target(url, host, sizeof host, &port) < 0) {
+    if (netpolicy_url_target(url, host, sizeof host, &port) < 0) {
         xfer_fail(j, ERRC_INTERNAL, "cannot read the target host of the URL");
         return -1;
     }
-    rc = proxy_resolve(host, x->np, &sa, &reason);
-    if (rc == -2) {
-        xfer_fail(j, ERRC_DNS, curl_easy_strerror(CURLE_COULDNT_RESOLVE_HOST));
+    /* the endpoint's connect timeout bounds the lookup as it bounds
+     * libcurl's own */
+    rc = proxy_resolve(host, x->np, (int)j->ep->eff.connect_timeout_ms, &sa, &reason);
+    if (rc == -2 || rc == -3) {
+        xfer_fail(j, ERRC_DNS,
+                  rc == -2 ? curl_easy_strerror(CURLE_COULDNT_RESOLVE_HOST) : "the name did not resolve in time");
         return -1;
     }
     if (rc < 0) {
@@ -298,8 +301,10 @@ static int via_proxy(struct xfer *x, struct djob *j, const char *url)
     }
     if (d->rq.proxy)
         rc = proxy_curl_url(d->rq.proxy, d->proxy_auth, pu, sizeof pu);
-    else
+    else if (x->proxy_dflt[0])
         memcpy(pu, x->proxy_dflt, sizeof pu);
+    else
+        rc = -1;   /* set but unusable: never direct instead */
     if (rc < 0 || proxy_connect_to((struct sockaddr *)&sa, port, x->connect_to, sizeof x->connect_to) < 0) {
         explicit_bzero(pu, sizeof pu);
         xfer_fail(j, ERRC_INTERNAL, "cannot build the proxy request");
@@ -336,6 +341,32 @@ static int proxy_failed(struct xfer *x, struct djob *j, CURLcode rc)
     return 1;
 }
 
+/* Does curl's error text hold the proxy's credentials? libcurl writes
+ * the whole proxy URL into some of its messages ("Unsupported proxy
+ * syntax in '...'"); proxy_failed replaces those it knows, this catches
+ * any other before the text reaches the attempt log. */
+static int names_proxy_auth(const struct xfer *x, const char *text)
+{
+    const char *ui = x->proxy + 7, *at = strrchr(ui, '@'), *colon;
+    char part[PROXY_URL_MAX];
+    size_t n;
+    int hit;
+
+    if (!x->proxied || strncmp(x->proxy, "http://", 7) != 0 || !at)
+        return 0;
+    n = (size_t)(at - ui);
+    colon = memchr(ui, ':', n);
+    /* the password alone, else the whole userinfo (a token) */
+    if (colon && colon + 1 < at)
+        ui = colon + 1;
+    n = (size_t)(at - ui);
+    memcpy(part, ui, n);
+    part[n] = '\0';
+    hit = strstr(text, part) != NULL;
+    explicit_bzero(part, sizeof part);
+    return hit;
+}
+
 struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct netshare *ns)
 {
     struct xfer *x = calloc(1, sizeof *x);
@@ -355,6 +386,7 @@ struct xfer *xfer_new(const struct config *c, const struct netpolicy *np, struct
     x->ca_global = c->ca_file && *c->ca_file ? c->ca_file : NULL;
     if (c->proxy && *c->proxy) {
         /* checked at load (config.c): it parses */
+        x->proxy_dflt_on = 1;
         struct proxy_url p;
         char why[160];
         if (proxy_parse(c->proxy, &p, why, sizeof why) == 0)
@@ -575,7 +607,15 @@ void xfer_result(struct xfer *x, CURLcode rc)
             x->snippet[x->snip_len] = '\0';
             util_printable(x->snippet);
             util_strlcpy(j->error, x->snippet, 121);
-            j->errc = tlsid_refine(ERRC_NONE, (int)status, x->snippet);
+            /* an answer about the client certificate only means that over
+             * TLS: from a plain-HTTP receiver it is an ordinary 400 */
+            {
+                const char *scheme = NULL;
+                curl_easy_getinfo(x->easy, CURLINFO_SCHEME, &scheme);
+                j->errc = scheme && strcasecmp(scheme, "https") == 0
+                              ? tlsid_refine(ERRC_NONE, (int)status, x->snippet)
+                              : ERRC_NONE;
+            }
         }
     } else if (x->blocked) {
         j->http_status = 0;
@@ -589,7 +629,7 @@ void xfer_result(struct xfer *x, CURLcode rc)
         /* timeouts and refused connects: curl's detail carries elapsed
          * times and byte counts, which would make every dead letter's
          * error unique; the dead-letter analysis groups by this text */
-        if (j->errc == ERRC_TIMEOUT || j->errc == ERRC_CONNECT || !x->errbuf[0])
+        if (j->errc == ERRC_TIMEOUT || j->errc == ERRC_CONNECT || !x->errbuf[0] || names_proxy_auth(x, x->errbuf))
             util_strlcpy(j->error, curl_easy_strerror(rc), sizeof j->error);
         else
             util_strlcpy(j->error, x->errbuf, sizeof j->error);

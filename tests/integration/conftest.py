@@ -757,9 +757,11 @@ class Request:
 class Receiver:
     """Threaded HTTP receiver. Behaviour per path prefix (longest wins) or
     the default: an int status, a Reply, a Sequence, or a callable
-    taking the Request and returning one of those."""
+    taking the Request and returning one of those. host: the address it
+    listens on ("::1" for IPv6)."""
 
-    def __init__(self):
+    def __init__(self, host="127.0.0.1"):
+        self.host = host
         self.requests = []
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
@@ -784,6 +786,7 @@ class Receiver:
             do_PUT = do_GET = do_POST
 
         class Server(http.server.ThreadingHTTPServer):
+            address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
             daemon_threads = True
             request_queue_size = 1024
             allow_reuse_address = True
@@ -794,14 +797,14 @@ class Receiver:
                 if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
                     super().handle_error(request, client_address)
 
-        self.server = Server(("127.0.0.1", 0), Handler)
+        self.server = Server((host, 0), Handler)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
                                        daemon=True)
         self.thread.start()
 
     def url(self, path="/hook"):
-        return "http://127.0.0.1:%d%s" % (self.port, path)
+        return "http://%s:%d%s" % ("[%s]" % self.host if ":" in self.host else self.host, self.port, path)
 
     def set(self, behaviour, path=None):
         """Set the answer for requests whose path starts with `path`
@@ -899,8 +902,8 @@ def receiver(hookd):
     are stopped."""
     made = []
 
-    def factory(behaviour=200):
-        r = Receiver()
+    def factory(behaviour=200, host="127.0.0.1"):
+        r = Receiver(host)
         r.set(behaviour)
         made.append(r)
         return r

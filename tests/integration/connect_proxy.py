@@ -18,6 +18,7 @@ class ConnectProxy:
         else is answered 407."""
         self.lines = []        # every request line, in order
         self.auth = []         # the Proxy-Authorization values seen (None: absent)
+        self.peers = []        # the client address of each request line
         self.refuse = refuse
         self.require_auth = require_auth
         self.lock = threading.Lock()
@@ -55,10 +56,10 @@ class ConnectProxy:
     def _accept(self):
         while not self.stopping:
             try:
-                c, _ = self.sock.accept()
+                c, peer = self.sock.accept()
             except OSError:
                 return
-            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+            threading.Thread(target=self._serve, args=(c, peer[0]), daemon=True).start()
 
     def _head(self, c):
         data = b""
@@ -72,7 +73,7 @@ class ConnectProxy:
         head, rest = data.split(b"\r\n\r\n", 1)
         return head.decode("latin-1").split("\r\n"), rest
 
-    def _serve(self, c):
+    def _serve(self, c, peer):
         try:
             lines, rest = self._head(c)
             if not lines:
@@ -85,6 +86,7 @@ class ConnectProxy:
             with self.cond:
                 self.lines.append(lines[0])
                 self.auth.append(auth)
+                self.peers.append(peer)
                 self.cond.notify_all()
             parts = lines[0].split()
             if len(parts) != 3 or parts[0] != "CONNECT":

@@ -56,14 +56,15 @@ def pki(tmp_path_factory):
 
 
 class MtlsNginx(Nginx):
-    """nginx demanding a client certificate signed by client_ca; mtls.log
-    holds, per request, the verification result and the client's subject."""
+    """nginx demanding (verify "on"; "optional": asking for) a client
+    certificate signed by client_ca; mtls.log holds, per request, the
+    verification result and what `what` names (the client's subject)."""
 
-    def __init__(self, d, pki):
+    def __init__(self, d, pki, verify="on", what="$ssl_client_s_dn"):
         d.mkdir(parents=True, exist_ok=True)
-        extra = ("ssl_verify_client on; ssl_client_certificate %s; ssl_verify_depth 2;"
-                 " log_format m '$request_uri $ssl_client_verify $ssl_client_s_dn';"
-                 " access_log %s/logs/mtls.log m;" % (pki["client_ca"], d))
+        extra = ("ssl_verify_client %s; ssl_client_certificate %s; ssl_verify_depth 2;"
+                 " log_format m '$request_uri $ssl_client_verify %s';"
+                 " access_log %s/logs/mtls.log m;" % (verify, pki["client_ca"], what, d))
         super().__init__(d, pki["server"], extra=extra)
 
     def clients(self):
@@ -342,3 +343,15 @@ def test_handshake_refusal(hookd, pki):
         assert srv.requests == 1
     finally:
         srv.stop()
+
+
+def test_plain_http_400_is_not_a_client_certificate_refusal(hookd, receiver):
+    """nginx's words for a missing client certificate in a 400 from a
+    plain-HTTP receiver mean nothing about TLS (no certificate could have
+    been sent): http_400, dead at once like any 400, not retried as
+    tls_client_auth."""
+    from conftest import Reply
+    rcv = receiver(Reply(400, body="<html>400 No required SSL certificate was sent</html>"))
+    d = hookd(endpoints={"a": {"url": rcv.url("/a"), "max_attempts": 3}})
+    row, msg = deliver_one(d, "a")
+    assert row["status"] == "dead_letter" and classes(msg) == ["http_400"], (row, msg["attempts"])

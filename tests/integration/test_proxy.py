@@ -270,3 +270,18 @@ def test_bad_delivery_proxy_stops_the_start(tmp_path):
     r = subprocess.run([HOOKD_BIN, "check-config", "-c", str(ini)], capture_output=True, text=True, timeout=30)
     assert r.returncode != 0 and "[delivery] proxy" in r.stderr and "http://" in r.stderr, r.stderr
     assert PASSWORD not in r.stderr + r.stdout
+
+
+def test_password_with_a_raw_at_sign(hookd, receiver, proxy):
+    """proxy_parse ends the credentials at the last '@'; libcurl at the
+    first: hookd hands libcurl the '@' percent-encoded, and the proxy gets
+    the password as written."""
+    rcv = receiver(200)
+    creds = "carol:p@ss-" + PASSWORD
+    px = proxy(require_auth=basic(creds))
+    d = hookd(endpoints={"a": {"url": rcv.url("/a"), "proxy": px.url(creds)}})
+    r = d.enqueue("a", {"x": 1})
+    row = d.wait_status(r["id"], DONE, timeout=15)
+    assert row["status"] == "delivered", row
+    assert px.auth == [basic(creds)], px.auth
+    assert PASSWORD not in d.log()

@@ -75,8 +75,9 @@ class Nginx:
     """nginx on 127.0.0.1 over TLS with one certificate, answering 204 and
     logging every request (and whether its TLS session was resumed)."""
 
-    def __init__(self, d, cert, protocols="TLSv1.2 TLSv1.3", extra="", listen="ssl"):
+    def __init__(self, d, cert, protocols="TLSv1.2 TLSv1.3", extra="", listen="ssl", host="127.0.0.1"):
         self.dir = d
+        self.host = host
         (d / "logs").mkdir(parents=True, exist_ok=True)
         (d / "tmp").mkdir(exist_ok=True)
         self.port = free_port()
@@ -98,18 +99,19 @@ http {
   ssl_certificate %(crt)s;
   ssl_certificate_key %(key)s;
   server {
-    listen 127.0.0.1:%(port)d %(listen)s;
+    listen %(host)s:%(port)d %(listen)s;
     location / { return 204; }
   }
 }
-""" % {"d": d, "proto": protocols, "crt": cert[1], "key": cert[0], "port": self.port, "extra": extra, "listen": listen})
+""" % {"d": d, "proto": protocols, "crt": cert[1], "key": cert[0], "port": self.port, "extra": extra, "listen": listen,
+       "host": "[%s]" % host if ":" in host else host})
         subprocess.run(["nginx", "-c", str(d / "nginx.conf"), "-p", str(d), "-e", str(d / "logs/error.log")],
                        check=True, capture_output=True)
         wait_until(lambda: (d / "nginx.pid").exists() and self._listening(), timeout=10, msg="nginx not up")
 
     def _listening(self):
         try:
-            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+            socket.create_connection((self.host, self.port), timeout=1).close()
             return True
         except OSError:
             return False

@@ -6,10 +6,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "proxy.h"
@@ -100,6 +104,26 @@ static void test_curl_url(void **state)
     (void)state;
     assert_int_equal(proxy_curl_url("http://***@proxy:3128", "alice:s3cr%40t", out, sizeof out), 0);
     assert_string_equal(out, "http://alice:s3cr%40t@proxy:3128");
+    /* a raw '@' in the password (proxy_parse takes the last '@') goes
+     * encoded: libcurl would end the userinfo at the first */
+    assert_int_equal(proxy_curl_url("http://***@proxy:3128", "bob:p@ss", out, sizeof out), 0);
+    assert_string_equal(out, "http://bob:p%40ss@proxy:3128");
+    assert_int_equal(proxy_curl_url("http://***@proxy:3128", "bob:p@ss", out, 28), -1);
+    assert_int_equal(proxy_curl_url("http://***@proxy:3128", "bob:p@ss", out, 29), 0);
+    {
+        /* the longest key, its password all '@', fits PROXY_CURL_URL_MAX */
+        char in[PROXY_URL_MAX], big[PROXY_CURL_URL_MAX];
+        struct proxy_url p;
+        char err[200];
+        size_t n = sizeof in - 1 - strlen("http://u:@h:1");
+        memset(in, 0, sizeof in);
+        memcpy(in, "http://u:", 9);
+        memset(in + 9, '@', n);
+        memcpy(in + 9 + n, "@h:1", 4);
+        assert_int_equal(proxy_parse(in, &p, err, sizeof err), 0);
+        assert_int_equal(proxy_curl_url(p.shown, p.auth, big, sizeof big), 0);
+        assert_int_equal(strlen(big), strlen(in) + 2 * n);
+    }
     assert_int_equal(proxy_curl_url("http://proxy:3128", NULL, out, sizeof out), 0);
     assert_string_equal(out, "http://proxy:3128");
     /* masked but the credentials lost: none are sent, "***" is not one */
@@ -161,6 +185,32 @@ static void test_pick(void **state)
     assert_null(reason);
 }
 
+/* An IPv4 address spelt as IPv6 (::ffff:10.1.2.3) is judged as the IPv4
+ * address it reaches, refused and allowed alike; the CONNECT names it as
+ * resolved. */
+static void test_pick_v4mapped(void **state)
+{
+    struct sockaddr_storage a, out;
+    struct netpolicy np;
+    const char *reason = NULL;
+    char err[100], ct[80];
+
+    (void)state;
+    memset(&a, 0, sizeof a);
+    a.ss_family = AF_INET6;
+    inet_pton(AF_INET6, "::ffff:10.1.2.3", &((struct sockaddr_in6 *)&a)->sin6_addr);
+    assert_int_equal(netpolicy_parse(&np, "", err, sizeof err), 0);
+    assert_int_equal(proxy_pick(&a, 1, &np, &out, &reason), -1);
+    assert_string_equal(reason, "private");
+    inet_pton(AF_INET6, "::ffff:127.0.0.1", &((struct sockaddr_in6 *)&a)->sin6_addr);
+    assert_int_equal(proxy_pick(&a, 1, &np, &out, &reason), -1);
+    assert_string_equal(reason, "loopback");
+    assert_int_equal(netpolicy_parse(&np, "127.0.0.0/8", err, sizeof err), 0);
+    assert_int_equal(proxy_pick(&a, 1, &np, &out, &reason), 0);
+    assert_int_equal(proxy_connect_to((struct sockaddr *)&out, 8080, ct, sizeof ct), 0);
+    assert_string_equal(ct, "::[::ffff:127.0.0.1]:8080");
+}
+
 static void test_resolve_literal(void **state)
 {
     struct netpolicy np;
@@ -170,17 +220,184 @@ static void test_resolve_literal(void **state)
 
     (void)state;
     assert_int_equal(netpolicy_parse(&np, "", err, sizeof err), 0);
-    assert_int_equal(proxy_resolve("127.0.0.1", &np, &out, &reason), -1);
+    assert_int_equal(proxy_resolve("127.0.0.1", &np, 5000, &out, &reason), -1);
     assert_string_equal(reason, "loopback");
     assert_int_equal(netpolicy_parse(&np, "127.0.0.0/8", err, sizeof err), 0);
-    assert_int_equal(proxy_resolve("127.0.0.1", &np, &out, &reason), 0);
+    assert_int_equal(proxy_resolve("127.0.0.1", &np, 5000, &out, &reason), 0);
     assert_int_equal(out.ss_family, AF_INET);
-    assert_int_equal(proxy_resolve("no-such-host.invalid", &np, &out, &reason), -2);
+    assert_int_equal(proxy_resolve("no-such-host.invalid", &np, 5000, &out, &reason), -2);
     /* a cached name is judged again at every use */
-    assert_int_equal(proxy_resolve("localhost", &np, &out, &reason), 0);
+    assert_int_equal(proxy_resolve("localhost", &np, 5000, &out, &reason), 0);
     assert_int_equal(netpolicy_parse(&np, "", err, sizeof err), 0);
-    assert_int_equal(proxy_resolve("localhost", &np, &out, &reason), -1);
+    assert_int_equal(proxy_resolve("localhost", &np, 5000, &out, &reason), -1);
     assert_string_equal(reason, "loopback");
+}
+
+/* A resolver that counts its calls and, while held, blocks until let go. */
+static pthread_mutex_t fake_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fake_cv = PTHREAD_COND_INITIALIZER;
+static int fake_calls, fake_held;
+
+static int fake_gai(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **res)
+{
+    (void)hints;
+    pthread_mutex_lock(&fake_mu);
+    fake_calls++;
+    pthread_cond_broadcast(&fake_cv);
+    while (fake_held)
+        pthread_cond_wait(&fake_cv, &fake_mu);
+    pthread_mutex_unlock(&fake_mu);
+    if (strncmp(node, "gone", 4) == 0)
+        return EAI_NONAME;
+    return getaddrinfo("127.0.0.1", service, NULL, res);
+}
+
+static int calls(void)
+{
+    int n;
+
+    pthread_mutex_lock(&fake_mu);
+    n = fake_calls;
+    pthread_mutex_unlock(&fake_mu);
+    return n;
+}
+
+static void hold(int on)
+{
+    pthread_mutex_lock(&fake_mu);
+    fake_held = on;
+    pthread_cond_broadcast(&fake_cv);
+    pthread_mutex_unlock(&fake_mu);
+}
+
+static void test_resolve_bounded(void **state)
+{
+    struct netpolicy np;
+    struct sockaddr_storage out;
+    const char *reason = NULL;
+    char err[100];
+    int i;
+
+    (void)state;
+    assert_int_equal(netpolicy_parse(&np, "127.0.0.0/8", err, sizeof err), 0);
+    proxy_dns_hook(fake_gai, freeaddrinfo, NULL);
+    /* a resolver that does not answer: the caller gets -3 after its wait,
+     * not when the resolver gives up; two callers, one lookup */
+    hold(1);
+    assert_int_equal(proxy_resolve("slow.example", &np, 50, &out, &reason), -3);
+    assert_int_equal(proxy_resolve("slow.example", &np, 50, &out, &reason), -3);
+    assert_int_equal(calls(), 1);
+    /* its late answer serves the next attempt from the cache */
+    hold(0);
+    for (i = 0; i < 500 && proxy_resolve("slow.example", &np, 0, &out, &reason) != 0; i++)
+        proxy_resolve("slow.example", &np, 10, &out, &reason);
+    assert_int_equal(proxy_resolve("slow.example", &np, 0, &out, &reason), 0);
+    assert_int_equal(out.ss_family, AF_INET);
+    assert_int_equal(calls(), 1);
+    /* a name that does not resolve is looked up once per
+     * PROXY_DNS_NEG_TTL_MS, not at every attempt */
+    assert_int_equal(proxy_resolve("gone.example", &np, 5000, &out, &reason), -2);
+    assert_int_equal(proxy_resolve("gone.example", &np, 5000, &out, &reason), -2);
+    assert_int_equal(calls(), 2);
+    proxy_dns_hook(NULL, NULL, NULL);
+}
+
+/* wait (at most 5 s) until the resolver has been called n times in all */
+static int await_calls(int n)
+{
+    struct timespec until;
+    int rc = 0;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    pthread_mutex_lock(&fake_mu);
+    while (fake_calls < n && rc == 0)
+        rc = pthread_cond_timedwait(&fake_cv, &fake_mu, &until);
+    rc = fake_calls;
+    pthread_mutex_unlock(&fake_mu);
+    return rc;
+}
+
+static int64_t fake_ms = 1000;
+
+static int64_t fake_now(void)
+{
+    return __atomic_load_n(&fake_ms, __ATOMIC_RELAXED);
+}
+
+/* Past their minute a name's addresses still serve while a lookup in the
+ * background refreshes them: the attempt does not wait. Past
+ * PROXY_DNS_STALE_MS the lookup is waited for again. */
+static void test_resolve_stale(void **state)
+{
+    struct netpolicy np;
+    struct sockaddr_storage out;
+    const char *reason = NULL;
+    char err[100];
+    int c0;
+
+    (void)state;
+    assert_int_equal(netpolicy_parse(&np, "127.0.0.0/8", err, sizeof err), 0);
+    proxy_dns_hook(fake_gai, freeaddrinfo, fake_now);
+    c0 = calls();
+    assert_int_equal(proxy_resolve("stale.example", &np, 5000, &out, &reason), 0);
+    assert_int_equal(calls(), c0 + 1);
+    /* within the minute: cached, no lookup */
+    __atomic_store_n(&fake_ms, 1000 + PROXY_DNS_TTL_MS - 1, __ATOMIC_RELAXED);
+    assert_int_equal(proxy_resolve("stale.example", &np, 0, &out, &reason), 0);
+    assert_int_equal(calls(), c0 + 1);
+    /* past it, with a resolver that does not answer: served at once, one
+     * refresh started */
+    hold(1);
+    __atomic_store_n(&fake_ms, 1000 + PROXY_DNS_TTL_MS, __ATOMIC_RELAXED);
+    assert_int_equal(proxy_resolve("stale.example", &np, 0, &out, &reason), 0);
+    assert_int_equal(proxy_resolve("stale.example", &np, 0, &out, &reason), 0);
+    assert_int_equal(await_calls(c0 + 2), c0 + 2);
+    hold(0);
+    /* past PROXY_DNS_STALE_MS old addresses no longer serve: the lookup
+     * is waited for (and here does not come in time) */
+    assert_int_equal(proxy_resolve("old.example", &np, 5000, &out, &reason), 0);
+    __atomic_store_n(&fake_ms, fake_now() + PROXY_DNS_STALE_MS, __ATOMIC_RELAXED);
+    hold(1);
+    assert_int_equal(proxy_resolve("old.example", &np, 50, &out, &reason), -3);
+    hold(0);
+    proxy_dns_hook(NULL, NULL, NULL);
+}
+
+/* Delivery threads resolving at once, names colliding in the table and
+ * expiring: every answer is a whole one (make tsan runs this too). */
+static void *resolver_thread(void *arg)
+{
+    struct netpolicy np;
+    struct sockaddr_storage out;
+    const char *reason;
+    char err[100], host[32];
+    int i, *bad = arg;
+
+    netpolicy_parse(&np, "127.0.0.0/8", err, sizeof err);
+    for (i = 0; i < 300; i++) {
+        snprintf(host, sizeof host, "h%d.example", i % 97);
+        if (proxy_resolve(host, &np, 5000, &out, &reason) != 0 || out.ss_family != AF_INET ||
+            ((struct sockaddr_in *)&out)->sin_addr.s_addr != htonl(INADDR_LOOPBACK))
+            (*bad)++;
+    }
+    return NULL;
+}
+
+static void test_resolve_threads(void **state)
+{
+    pthread_t t[4];
+    int bad[4] = {0}, i;
+
+    (void)state;
+    proxy_dns_hook(fake_gai, freeaddrinfo, NULL);
+    for (i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, resolver_thread, &bad[i]), 0);
+    for (i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(bad[i], 0);
+    }
+    proxy_dns_hook(NULL, NULL, NULL);
 }
 
 static void test_target(void **state)
@@ -195,22 +412,24 @@ static void test_target(void **state)
         {"https://[::1]:8443/p", "::1", 8443},
         {"http://[2001:db8::1]/", "2001:db8::1", 80},
         {"https://127.0.0.1?q", "127.0.0.1", 443},
+        /* an empty port is the default one, for curl too */
+        {"http://h:/", "h", 80},
     };
     static const char *const bad[] = {"ftp://h/", "http:///p", "http://[::1/", "http://[::1]x/",
-                                      "http://u:p@h/", "http://h:99999/", "http://h:/"};
+                                      "http://u:p@h/", "http://h:99999/", "http://[fe80::1%25eth0]/"};
     char host[256];
     int port;
     size_t i;
 
     (void)state;
     for (i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-        assert_int_equal(proxy_target(ok[i].url, host, sizeof host, &port), 0);
+        assert_int_equal(netpolicy_url_target(ok[i].url, host, sizeof host, &port), 0);
         assert_string_equal(host, ok[i].host);
         assert_int_equal(port, ok[i].port);
     }
     for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        assert_int_equal(proxy_target(bad[i], host, sizeof host, &port), -1);
-    assert_int_equal(proxy_target("http://example.com/", host, 5, &port), -1);
+        assert_int_equal(netpolicy_url_target(bad[i], host, sizeof host, &port), -1);
+    assert_int_equal(netpolicy_url_target("http://example.com/", host, 5, &port), -1);
 }
 
 int main(void)
@@ -219,7 +438,7 @@ int main(void)
         cmocka_unit_test(test_parse_good),    cmocka_unit_test(test_parse_bad),
         cmocka_unit_test(test_parse_too_long), cmocka_unit_test(test_curl_url),
         cmocka_unit_test(test_connect_to),    cmocka_unit_test(test_pick),
-        cmocka_unit_test(test_resolve_literal), cmocka_unit_test(test_target),
+        cmocka_unit_test(test_pick_v4mapped), cmocka_unit_test(test_resolve_literal), cmocka_unit_test(test_resolve_bounded), cmocka_unit_test(test_resolve_threads), cmocka_unit_test(test_resolve_stale), cmocka_unit_test(test_target),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
