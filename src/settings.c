@@ -521,4 +521,7 @@ void settings_dump(const struct config *c, FILE *out)
         fprintf(out, "%s = %s%*s; %s (default %s)\n", d->key, v,
                 (int)(strlen(v) < 24 ? 24 - strlen(v) : 1), "", d->help, d->dflt);
     }
+    /* fmt_value wrote a proxy's or connection string's password into v
+     * before it was masked: leave none of it on the stack */
+    explicit_bzero(v, sizeof v);
 }
