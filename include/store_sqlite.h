@@ -24,7 +24,7 @@ int store_sqlite_open(const struct config *c, enum store_role role, struct store
 
 enum sq_stmt {
     /* writer */
-    SQ_INSERT, SQ_INSERT_CLAIMED, SQ_FIND, SQ_CLAIM, SQ_NEXT_DUE, SQ_CLAIM_ORDERED, SQ_NEXT_DUE_ORDERED,
+    SQ_INSERT, SQ_INSERT_CLAIMED, SQ_FIND, SQ_CLAIM, SQ_CLAIM_MARK, SQ_NEXT_DUE, SQ_CLAIM_ORDERED, SQ_NEXT_DUE_ORDERED,
     SQ_DELIVERED, SQ_DELIVERED_FIRST, SQ_FAILED, SQ_DEAD, SQ_RELEASE, SQ_ATTEMPT, SQ_SAMPLE,
     SQ_HEALTH_SAVE, SQ_ROLLUP_SAVE, SQ_HISTORY_ADD, SQ_HISTORY_LATENCY,
     SQ_EXPIRE_DELIVERED, SQ_EXPIRE_DEAD, SQ_EXPIRE_HISTORY,
@@ -49,6 +49,8 @@ struct sq_store {
     int lock_fd;         /* writer: the single-instance lock, held until close */
     int sync_level;      /* writer: PRAGMA synchronous now (enum cfg_sync) */
     int log_frames;      /* writer: frames in the -wal after the last commit, 0 once checkpointed */
+    int64_t *claim_ids;  /* writer: a claim's row ids, between its select and its updates */
+    size_t claim_cap;
 };
 
 extern const char *const sq_sql[SQ__COUNT];

@@ -6,6 +6,7 @@
 #include "util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* One statement with one integer run once (recovery and clock steps are
@@ -116,21 +117,43 @@ int sq_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
     return 0;
 }
 
+/* Room for n row ids in the writer's claim buffer (kept for its life). */
+static int claim_room(struct sq_store *q, size_t n)
+{
+    int64_t *v;
+
+    if (n <= q->claim_cap)
+        return 0;
+    v = realloc(q->claim_ids, n * sizeof *v);
+    if (!v)
+        return -1;
+    q->claim_ids = v;
+    q->claim_cap = n;
+    return 0;
+}
+
+/* The select hands each row to fn and keeps its id; the rows are marked
+ * in flight once it has finished (a statement must not see the rows it
+ * walks change under it). Ordered claims see the same rows as before:
+ * the key test of every row is made before any of them is marked. */
 int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int ordered,
              int (*fn)(void *ctx, const struct store_claimed *row), void *ctx, int *n)
 {
     struct sq_store *q = (struct sq_store *)s;
-    sqlite3_stmt *st = sq_stmt(q, ordered ? SQ_CLAIM_ORDERED : SQ_CLAIM);
+    sqlite3_stmt *st;
     struct store_claimed row;
-    int rc, stopped = 0;
+    int rc = SQLITE_DONE, k = 0, i;
 
     *n = 0;
+    if (limit <= 0)
+        return 0;
+    if (claim_room(q, (size_t)limit) < 0)
+        return store_fail(s, STORE_E_NOMEM, "claim: out of memory");
+    st = sq_stmt(q, ordered ? SQ_CLAIM_ORDERED : SQ_CLAIM);
     sqlite3_bind_int64(st, 1, endpoint_id);
     sqlite3_bind_int64(st, 2, now);
     sqlite3_bind_int(st, 3, limit);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (stopped)
-            continue;  /* the statement must run to completion */
+    while (k < limit && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         row.id = sqlite3_column_int64(st, 0);
         row.endpoint_id = endpoint_id;
         row.event_id = (const char *)sqlite3_column_text(st, 1);
@@ -140,16 +163,23 @@ int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int o
         row.max_attempts = sqlite3_column_int(st, 4);
         row.created_at = sqlite3_column_int64(st, 5);
         row.event_type = (const char *)sqlite3_column_text(st, 6);
-        if (fn(ctx, &row) != 0)
-            stopped = 1;
-        else
-            (*n)++;
+        if (fn(ctx, &row) != 0) {  /* the caller rolls the transaction back */
+            sqlite3_reset(st);
+            return store_fail(s, STORE_E_NOMEM, "claim: out of memory");
+        }
+        q->claim_ids[k++] = row.id;
     }
     sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return sq_fail(q, rc, "claim");
-    if (stopped)  /* the caller rolls the transaction back */
-        return store_fail(s, STORE_E_NOMEM, "claim: out of memory");
+    for (i = 0; i < k; i++) {
+        st = sq_stmt(q, SQ_CLAIM_MARK);
+        sqlite3_bind_int64(st, 1, q->claim_ids[i]);
+        sqlite3_bind_int64(st, 2, now);
+        if (sq_exec_stmt(q, st, "claim") < 0)
+            return -1;
+    }
+    *n = k;
     return 0;
 }
 
