@@ -3,12 +3,14 @@
 # in instructions (valgrind's callgrind) or syscalls (strace -c), which a
 # shared, noisy machine does not move the way it moves wall-clock rates.
 #
-#   tests/bench/cgdrain.sh [-m cg|strace] [-b HOOKD] [-p http|https|reconnect] [-k K] [-n N] [-f]
+#   tests/bench/cgdrain.sh [-m cg|strace] [-b HOOKD] [-p http|https|reconnect] [-k K] [-n N] [-w W] [-f]
 #
 # N messages (default 3000) are enqueued to K endpoints (default 1) that
 # start paused; the count starts, the endpoints are resumed, the queue
 # drains to a local nginx answering 204; the count stops. Only the drain
-# is counted: claim, request, settle, their commits. -p reconnect: HTTPS
+# is counted: claim, request, settle, their commits. -w W: W messages
+# are delivered first, uncounted, so the keep-alive connections (and
+# their TLS handshakes) are open before the count starts. -p reconnect: HTTPS
 # to an nginx that closes every connection (a resumed TLS session per
 # message, the many-hosts case). -f: the libcurl floor too (curlfloor,
 # same URL: the difference of an N and a 2N run, so its start-up cancels).
@@ -19,11 +21,11 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 BIN=${BENCH_BIN:-$root/build/bench}
-mode=cg hookd=$root/build/hookd proto=http k=1 n=3000 floor=0
-while getopts "m:b:p:k:n:f" o; do
+mode=cg hookd=$root/build/hookd proto=http k=1 n=3000 w=0 floor=0
+while getopts "m:b:p:k:n:w:f" o; do
   case $o in
-  m) mode=$OPTARG;; b) hookd=$OPTARG;; p) proto=$OPTARG;; k) k=$OPTARG;; n) n=$OPTARG;; f) floor=1;;
-  *) sed -n '2,18p' "$0" >&2; exit 2;;
+  m) mode=$OPTARG;; b) hookd=$OPTARG;; p) proto=$OPTARG;; k) k=$OPTARG;; n) n=$OPTARG;; w) w=$OPTARG;; f) floor=1;;
+  *) sed -n '2,20p' "$0" >&2; exit 2;;
   esac
 done
 case $mode in cg|strace) ;; *) echo "-m cg or strace" >&2; exit 2;; esac
@@ -95,6 +97,13 @@ hk_pid=$!
 for _ in $(seq 600); do [ -S "$d/hookd.sock" ] && break; sleep 0.2; done
 [ -S "$d/hookd.sock" ] || { cat "$d/log" >&2; echo "hookd did not start" >&2; exit 1; }
 if [ "$k" = 1 ]; then eps=(ep) ef=(-e ep); else mapfile -t eps < <(seq -f 'ep%g' 0 $((k - 1))); ef=(-e ep -E "$k"); fi
+if [ "$w" -gt 0 ]; then
+  "$BIN/loadgen" enqueue -s "$d/hookd.sock" "${ef[@]}" -c 4 -n "$w" -w 1000 -t warm >"$work/enq" 2>&1 ||
+    { cat "$work/enq" >&2; exit 1; }
+  for e in "${eps[@]}"; do "$hookd" resume -s "$d/hookd.sock" "$e" >/dev/null; done
+  "$BIN/dbreport" wait "$d/hookd.db" "$w" 1800 >"$work/wait" 2>&1 || { cat "$work/wait" >&2; exit 1; }
+  for e in "${eps[@]}"; do "$hookd" pause -s "$d/hookd.sock" "$e" >/dev/null; done
+fi
 "$BIN/loadgen" enqueue -s "$d/hookd.sock" "${ef[@]}" -c 4 -n "$n" -w 1000 -t cgdrain >"$work/enq" 2>&1 ||
   { cat "$work/enq" >&2; exit 1; }
 if [ "$mode" = cg ]; then
@@ -105,7 +114,7 @@ else
 fi
 : >"$g/logs/access.log"
 for e in "${eps[@]}"; do "$hookd" resume -s "$d/hookd.sock" "$e" >/dev/null; done
-"$BIN/dbreport" wait "$d/hookd.db" "$n" 1800 >"$work/wait" 2>&1 || { cat "$work/wait" >&2; exit 1; }
+"$BIN/dbreport" wait "$d/hookd.db" $((w + n)) 1800 >"$work/wait" 2>&1 || { cat "$work/wait" >&2; exit 1; }
 retries=$(sqlite3 "$d/hookd.db" "SELECT sum(attempt_count) - count(*) FROM webhook_queue" 2>/dev/null || echo "?")
 conns=$(awk '$2 == 1 { n++; if ($3 == "r") r++ } END { printf "%d resumed=%d", n, r }' "$g/logs/access.log")
 echo "hookd_mode=$mode proto=$proto endpoints=$k messages=$n retries=$retries connections=$conns"
