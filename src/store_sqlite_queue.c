@@ -133,7 +133,8 @@ static int claim_room(struct sq_store *q, size_t n)
 }
 
 /* The select hands each row to fn and keeps its id; the rows are marked
- * in flight once it has finished (a statement must not see the rows it
+ * in flight (SQ_MARK_IDS a statement while as many are left, then one
+ * by one) once it has finished (a statement must not see the rows it
  * walks change under it). Ordered claims see the same rows as before:
  * the key test of every row is made before any of them is marked. */
 int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int ordered,
@@ -172,12 +173,15 @@ int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int o
     sqlite3_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return sq_fail(q, rc, "claim");
-    for (i = 0; i < k; i++) {
-        st = sq_stmt(q, SQ_CLAIM_MARK);
-        sqlite3_bind_int64(st, 1, q->claim_ids[i]);
-        sqlite3_bind_int64(st, 2, now);
+    for (i = 0; i < k;) {
+        int j, m = k - i >= SQ_MARK_IDS ? SQ_MARK_IDS : 1;
+        st = sq_stmt(q, m > 1 ? SQ_CLAIM_MARK_N : SQ_CLAIM_MARK);
+        sqlite3_bind_int64(st, 1, now);
+        for (j = 0; j < m; j++)
+            sqlite3_bind_int64(st, 2 + j, q->claim_ids[i + j]);
         if (sq_exec_stmt(q, st, "claim") < 0)
             return -1;
+        i += m;
     }
     *n = k;
     return 0;
