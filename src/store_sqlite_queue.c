@@ -275,29 +275,61 @@ static int log_attempt(struct sq_store *q, const struct store_settle *r)
     return sq_exec_stmt(q, st, "attempt");
 }
 
-/* The attempt in the message's log unless its row holds it, and when
- * the request reached the endpoint a sample in its latency ring. */
-static int attempt_rows(struct sq_store *q, const struct store_settle *r)
+/* Samples for the latency ring, kept until SQ_SAMPLES_N can go in one
+ * statement; the rest one by one at the end of the batch. */
+struct samples {
+    const struct store_settle *v[SQ_SAMPLES_N];
+    int n;
+};
+
+static void bind_sample(sqlite3_stmt *st, int at, const struct store_settle *r)
+{
+    sqlite3_bind_int64(st, at + 1, r->endpoint_id);
+    sqlite3_bind_int64(st, at + 2, r->ring_slot);
+    sqlite3_bind_int64(st, at + 3, r->id);
+    sqlite3_bind_int64(st, at + 4, r->response_ms);
+    sq_bind_pos_or_null(st, at + 5, r->status_code);
+    sqlite3_bind_int64(st, at + 6, r->at);
+}
+
+static int samples_flush(struct sq_store *q, struct samples *b)
 {
     sqlite3_stmt *st;
+    int i;
 
+    if (b->n == SQ_SAMPLES_N) {
+        st = sq_stmt(q, SQ_SAMPLE_N);
+        for (i = 0; i < b->n; i++)
+            bind_sample(st, 6 * i, b->v[i]);
+        b->n = 0;
+        return sq_exec_stmt(q, st, "latency samples");
+    }
+    for (i = 0; i < b->n; i++) {
+        st = sq_stmt(q, SQ_SAMPLE);
+        bind_sample(st, 0, b->v[i]);
+        if (sq_exec_stmt(q, st, "latency sample") < 0)
+            return -1;
+    }
+    b->n = 0;
+    return 0;
+}
+
+/* The attempt in the message's log unless its row holds it, and when
+ * the request reached the endpoint a sample for its latency ring. */
+static int attempt_rows(struct sq_store *q, const struct store_settle *r, struct samples *b)
+{
     if (!folds(r) && log_attempt(q, r) < 0)
         return -1;
     if (!r->sample || r->ring_slot < 0)
         return 0;
-    st = sq_stmt(q, SQ_SAMPLE);
-    sqlite3_bind_int64(st, 1, r->endpoint_id);
-    sqlite3_bind_int64(st, 2, r->ring_slot);
-    sqlite3_bind_int64(st, 3, r->id);
-    sqlite3_bind_int64(st, 4, r->response_ms);
-    sq_bind_pos_or_null(st, 5, r->status_code);
-    sqlite3_bind_int64(st, 6, r->at);
-    return sq_exec_stmt(q, st, "latency sample");
+    b->v[b->n++] = r;
+    return b->n == SQ_SAMPLES_N ? samples_flush(q, b) : 0;
 }
 
 int sq_settle(struct store *s, struct store_settle *v, size_t n)
 {
     struct sq_store *q = (struct sq_store *)s;
+    struct samples b = {.n = 0};
     size_t i;
 
     for (i = 0; i < n; i++) {
@@ -305,10 +337,10 @@ int sq_settle(struct store *s, struct store_settle *v, size_t n)
             return -1;
         /* a stale result (its row dead-lettered meanwhile) is no attempt
          * of anything hookd still delivers */
-        if (v[i].verdict != SETTLE_RELEASE && v[i].applied && attempt_rows(q, &v[i]) < 0)
+        if (v[i].verdict != SETTLE_RELEASE && v[i].applied && attempt_rows(q, &v[i], &b) < 0)
             return -1;
     }
-    return 0;
+    return samples_flush(q, &b);
 }
 
 /* The statuses of a filter as an SQL IN list; only the ones an admin op
