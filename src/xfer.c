@@ -156,12 +156,6 @@ void xfer_fail(struct djob *j, enum errclass c, const char *msg)
     util_strlcpy(j->error, msg, sizeof j->error);
 }
 
-/* The TLS policy both builds apply (Debian's libcurl on OpenSSL, the
- * static one on mbedTLS): TLS 1.2 or later; no SHA-1 signatures and no
- * RSA key under 2048 bits in a chain (OpenSSL's security level 2, pinned
- * here so a host's openssl.cnf cannot lower it; the static build's
- * libcurl is patched to the same profile, packaging/patches/). Which CAs:
- * trust() below. */
 typedef void (*seclevel_fn)(void *ssl_ctx, int level);
 
 /* OpenSSL: the security level pinned in each new SSL_CTX, by the libssl
@@ -193,6 +187,12 @@ static void tls_detect(void)
         memcpy(&tls_seclevel, &p, sizeof tls_seclevel);   /* POSIX: dlsym gives functions so */
 }
 
+/* The TLS policy both builds apply (Debian's libcurl on OpenSSL, the
+ * static one on mbedTLS): TLS 1.2 or later; no SHA-1 signatures and no
+ * RSA key under 2048 bits in a chain (OpenSSL's security level 2, pinned
+ * here so a host's openssl.cnf cannot lower it; the static build's
+ * libcurl is patched to the same profile, packaging/patches/). Which CAs:
+ * trust() below. */
 static void tls_policy(CURL *h)
 {
     pthread_once(&tls_once, tls_detect);
