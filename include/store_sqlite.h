@@ -24,8 +24,8 @@ int store_sqlite_open(const struct config *c, enum store_role role, struct store
 
 enum sq_stmt {
     /* writer */
-    SQ_INSERT, SQ_INSERT_CLAIMED, SQ_FIND, SQ_CLAIM, SQ_NEXT_DUE, SQ_CLAIM_ORDERED, SQ_NEXT_DUE_ORDERED,
-    SQ_DELIVERED, SQ_DELIVERED_FIRST, SQ_FAILED, SQ_DEAD, SQ_RELEASE, SQ_ATTEMPT, SQ_SAMPLE,
+    SQ_INSERT, SQ_INSERT_CLAIMED, SQ_FIND, SQ_CLAIM, SQ_CLAIM_MARK, SQ_CLAIM_MARK_N, SQ_NEXT_DUE, SQ_CLAIM_ORDERED, SQ_NEXT_DUE_ORDERED,
+    SQ_DELIVERED, SQ_DELIVERED_FIRST, SQ_FAILED, SQ_DEAD, SQ_RELEASE, SQ_ATTEMPT, SQ_SAMPLE, SQ_SAMPLE_N,
     SQ_HEALTH_SAVE, SQ_ROLLUP_SAVE, SQ_HISTORY_ADD, SQ_HISTORY_LATENCY,
     SQ_EXPIRE_DELIVERED, SQ_EXPIRE_DEAD, SQ_EXPIRE_HISTORY,
     SQ_EP_FIND, SQ_EP_PUT, SQ_EP_PAUSE, SQ_EP_DEAD, SQ_EP_DELETE, SQ_EP_HEALTH_DELETE, SQ_EP_RING_DELETE,
@@ -49,9 +49,14 @@ struct sq_store {
     int lock_fd;         /* writer: the single-instance lock, held until close */
     int sync_level;      /* writer: PRAGMA synchronous now (enum cfg_sync) */
     int log_frames;      /* writer: frames in the -wal after the last commit, 0 once checkpointed */
+    int64_t *claim_ids;  /* writer: a claim's row ids, between its select and its updates */
+    size_t claim_cap;
 };
 
 extern const char *const sq_sql[SQ__COUNT];
+/* The row ids one SQ_CLAIM_MARK_N takes; the samples one SQ_SAMPLE_N writes. */
+#define SQ_MARK_IDS 8
+#define SQ_SAMPLES_N 8
 
 /* The statement, reset and unbound. */
 sqlite3_stmt *sq_stmt(struct sq_store *q, enum sq_stmt i);

@@ -144,6 +144,7 @@ static void sq_close(struct store *s)
     if (q->lock_fd >= 0)
         close(q->lock_fd);  /* after the database is closed */
     seal_key_wipe(&q->base.seal);
+    free(q->claim_ids);
     free(q);
 }
 

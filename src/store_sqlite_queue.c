@@ -6,6 +6,7 @@
 #include "util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* One statement with one integer run once (recovery and clock steps are
@@ -124,21 +125,44 @@ int sq_enqueue(struct store *s, struct store_enqueue *v, size_t n, int64_t now)
     return 0;
 }
 
+/* Room for n row ids in the writer's claim buffer (kept for its life). */
+static int claim_room(struct sq_store *q, size_t n)
+{
+    int64_t *v;
+
+    if (n <= q->claim_cap)
+        return 0;
+    v = realloc(q->claim_ids, n * sizeof *v);
+    if (!v)
+        return -1;
+    q->claim_ids = v;
+    q->claim_cap = n;
+    return 0;
+}
+
+/* The select hands each row to fn and keeps its id; the rows are marked
+ * in flight (SQ_MARK_IDS a statement while as many are left, then one
+ * by one) once it has finished (a statement must not see the rows it
+ * walks change under it). Ordered claims see the same rows as before:
+ * the key test of every row is made before any of them is marked. */
 int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int ordered,
              int (*fn)(void *ctx, const struct store_claimed *row), void *ctx, int *n)
 {
     struct sq_store *q = (struct sq_store *)s;
-    sqlite3_stmt *st = sq_stmt(q, ordered ? SQ_CLAIM_ORDERED : SQ_CLAIM);
+    sqlite3_stmt *st;
     struct store_claimed row;
-    int rc, stopped = 0;
+    int rc = SQLITE_DONE, k = 0, i;
 
     *n = 0;
+    if (limit <= 0)
+        return 0;
+    if (claim_room(q, (size_t)limit) < 0)
+        return store_fail(s, STORE_E_NOMEM, "claim: out of memory");
+    st = sq_stmt(q, ordered ? SQ_CLAIM_ORDERED : SQ_CLAIM);
     sqlite3_bind_int64(st, 1, endpoint_id);
     sqlite3_bind_int64(st, 2, now);
     sqlite3_bind_int(st, 3, limit);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (stopped)
-            continue;  /* the statement must run to completion */
+    while (k < limit && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         row.id = sqlite3_column_int64(st, 0);
         row.endpoint_id = endpoint_id;
         row.event_id = (const char *)sqlite3_column_text(st, 1);
@@ -148,16 +172,26 @@ int sq_claim(struct store *s, int64_t endpoint_id, int64_t now, int limit, int o
         row.max_attempts = sqlite3_column_int(st, 4);
         row.created_at = sqlite3_column_int64(st, 5);
         row.event_type = (const char *)sqlite3_column_text(st, 6);
-        if (fn(ctx, &row) != 0)
-            stopped = 1;
-        else
-            (*n)++;
+        if (fn(ctx, &row) != 0) {  /* the caller rolls the transaction back */
+            sqlite3_reset(st);
+            return store_fail(s, STORE_E_NOMEM, "claim: out of memory");
+        }
+        q->claim_ids[k++] = row.id;
     }
     sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return sq_fail(q, rc, "claim");
-    if (stopped)  /* the caller rolls the transaction back */
-        return store_fail(s, STORE_E_NOMEM, "claim: out of memory");
+    for (i = 0; i < k;) {
+        int j, m = k - i >= SQ_MARK_IDS ? SQ_MARK_IDS : 1;
+        st = sq_stmt(q, m > 1 ? SQ_CLAIM_MARK_N : SQ_CLAIM_MARK);
+        sqlite3_bind_int64(st, 1, now);
+        for (j = 0; j < m; j++)
+            sqlite3_bind_int64(st, 2 + j, q->claim_ids[i + j]);
+        if (sq_exec_stmt(q, st, "claim") < 0)
+            return -1;
+        i += m;
+    }
+    *n = k;
     return 0;
 }
 
@@ -249,29 +283,61 @@ static int log_attempt(struct sq_store *q, const struct store_settle *r)
     return sq_exec_stmt(q, st, "attempt");
 }
 
-/* The attempt in the message's log unless its row holds it, and when
- * the request reached the endpoint a sample in its latency ring. */
-static int attempt_rows(struct sq_store *q, const struct store_settle *r)
+/* Samples for the latency ring, kept until SQ_SAMPLES_N can go in one
+ * statement; the rest one by one at the end of the batch. */
+struct samples {
+    const struct store_settle *v[SQ_SAMPLES_N];
+    int n;
+};
+
+static void bind_sample(sqlite3_stmt *st, int at, const struct store_settle *r)
+{
+    sqlite3_bind_int64(st, at + 1, r->endpoint_id);
+    sqlite3_bind_int64(st, at + 2, r->ring_slot);
+    sqlite3_bind_int64(st, at + 3, r->id);
+    sqlite3_bind_int64(st, at + 4, r->response_ms);
+    sq_bind_pos_or_null(st, at + 5, r->status_code);
+    sqlite3_bind_int64(st, at + 6, r->at);
+}
+
+static int samples_flush(struct sq_store *q, struct samples *b)
 {
     sqlite3_stmt *st;
+    int i;
 
+    if (b->n == SQ_SAMPLES_N) {
+        st = sq_stmt(q, SQ_SAMPLE_N);
+        for (i = 0; i < b->n; i++)
+            bind_sample(st, 6 * i, b->v[i]);
+        b->n = 0;
+        return sq_exec_stmt(q, st, "latency samples");
+    }
+    for (i = 0; i < b->n; i++) {
+        st = sq_stmt(q, SQ_SAMPLE);
+        bind_sample(st, 0, b->v[i]);
+        if (sq_exec_stmt(q, st, "latency sample") < 0)
+            return -1;
+    }
+    b->n = 0;
+    return 0;
+}
+
+/* The attempt in the message's log unless its row holds it, and when
+ * the request reached the endpoint a sample for its latency ring. */
+static int attempt_rows(struct sq_store *q, const struct store_settle *r, struct samples *b)
+{
     if (!folds(r) && log_attempt(q, r) < 0)
         return -1;
     if (!r->sample || r->ring_slot < 0)
         return 0;
-    st = sq_stmt(q, SQ_SAMPLE);
-    sqlite3_bind_int64(st, 1, r->endpoint_id);
-    sqlite3_bind_int64(st, 2, r->ring_slot);
-    sqlite3_bind_int64(st, 3, r->id);
-    sqlite3_bind_int64(st, 4, r->response_ms);
-    sq_bind_pos_or_null(st, 5, r->status_code);
-    sqlite3_bind_int64(st, 6, r->at);
-    return sq_exec_stmt(q, st, "latency sample");
+    b->v[b->n++] = r;
+    return b->n == SQ_SAMPLES_N ? samples_flush(q, b) : 0;
 }
 
 int sq_settle(struct store *s, struct store_settle *v, size_t n)
 {
     struct sq_store *q = (struct sq_store *)s;
+    struct samples b = {.n = 0};
     size_t i;
 
     for (i = 0; i < n; i++) {
@@ -279,10 +345,10 @@ int sq_settle(struct store *s, struct store_settle *v, size_t n)
             return -1;
         /* a stale result (its row dead-lettered meanwhile) is no attempt
          * of anything hookd still delivers */
-        if (v[i].verdict != SETTLE_RELEASE && v[i].applied && attempt_rows(q, &v[i]) < 0)
+        if (v[i].verdict != SETTLE_RELEASE && v[i].applied && attempt_rows(q, &v[i], &b) < 0)
             return -1;
     }
-    return 0;
+    return samples_flush(q, &b);
 }
 
 /* The statuses of a filter as an SQL IN list; only the ones an admin op

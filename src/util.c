@@ -378,9 +378,15 @@ int util_utf8_valid(const char *s, size_t n)
     size_t i = 0, k;
     unsigned cp;
 
-    for (; i < n; i += k)
+    while (i < n) {
+        if ((unsigned char)s[i] < 0x80) {   /* most of every request: no decoding call per byte */
+            i++;
+            continue;
+        }
         if ((k = esc_utf8(s + i, n - i, &cp)) == 0)
             return 0;
+        i += k;
+    }
     return 1;
 }
 

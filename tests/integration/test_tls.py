@@ -203,6 +203,21 @@ def test_weak_certificate_refused(hookd, nginx, pki, cert):
     print("\n%s certificate: %s" % (cert, row["last_error"]))
 
 
+def test_weak_certificate_refused_whatever_openssl_cnf(hookd, nginx, pki, tmp_path, monkeypatch):
+    """A host's openssl.cnf that lowers OpenSSL's security level (read by
+    Debian's libcurl at each connection) does not lower hookd's: the
+    1024-bit RSA chain is still refused."""
+    weak = nginx(pki["rsa1024"])
+    cnf = tmp_path / "openssl.cnf"
+    cnf.write_text("openssl_conf = init\n[init]\nssl_conf = ssl\n[ssl]\nsystem_default = sys\n"
+                   "[sys]\nCipherString = DEFAULT:@SECLEVEL=0\n")
+    monkeypatch.setenv("OPENSSL_CONF", str(cnf))
+    d = hookd(endpoints={"weak": tls_ep(weak.url("localhost"))},
+              sections={"delivery": dict(LOCAL, ca_file=str(pki["ca"]))})
+    row, msg = deliver_one(d, "weak")
+    assert_refused(row, msg, weak)
+
+
 def system_store_with(tmp_path, ca_pem):
     """A directory to mount over /etc/ssl/certs holding only ca_pem, as
     both a bundle (the static build's CAINFO) and a hashed file (Debian's

@@ -1781,6 +1781,36 @@ static void latency_ring_replaces_and_trims(void **state)
     free(buf);
 }
 
+/* Many samples in one settle (SQLite writes them several a statement):
+ * each still lands in its slot, a later one for the same slot wins. */
+static void latency_samples_of_one_settle_in_order(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = put_endpoint(f, "a", 0), *buf = NULL, sum = 0;
+    struct store_settle s[11];
+    size_t cap = 0, n = 0, k;
+    int i;
+
+    for (i = 0; i < 11; i++) {
+        char e[16];
+        snprintf(e, sizeof e, "b%d", i);
+        s[i] = (struct store_settle){.endpoint_id = a, .verdict = SETTLE_DELIVERED, .attempts = 1,
+                                     .status_code = 200, .sample = 1, .at = T0 + i, .response_ms = 100 + i,
+                                     .ring_slot = i % 4};
+        s[i].id = enqueue_at(f, a, e, T0, NULL);
+    }
+    claim(f, a, T0, 11);
+    begin(f);
+    OK(f->w->ops->settle(f->w, s, 11));
+    commit(f);
+    OK(f->r->ops->latency_window(f->r, a, T0, INT64_MAX, &buf, &cap, &n));
+    assert_int_equal(n, 4);
+    for (k = 0; k < n; k++)
+        sum += buf[k];
+    assert_int_equal(sum, 108 + 109 + 110 + 107);
+    free(buf);
+}
+
 struct groups {
     struct store_dead_group g[4];
     char cls[4][32], ex[4][64], ep[4][16];
@@ -2405,6 +2435,7 @@ static void shared_breaker_blocks_every_node(void **state)
         cmocka_unit_test_setup_teardown(latency_window_holds_only_real_responses, setup, teardown), \
         cmocka_unit_test_setup_teardown(history_adds_sets_expires, setup, teardown), \
         cmocka_unit_test_setup_teardown(latency_ring_replaces_and_trims, setup, teardown),     \
+        cmocka_unit_test_setup_teardown(latency_samples_of_one_settle_in_order, setup, teardown), \
         cmocka_unit_test_setup_teardown(dead_letters_group_by_class, setup, teardown),         \
         cmocka_unit_test_setup_teardown(stats_count_and_find_the_oldest, setup, teardown),     \
         cmocka_unit_test_setup_teardown(delayed_rows_wait_their_time, setup, teardown),        \
