@@ -238,6 +238,7 @@ test: deps
 	$(MAKE) -j$(JOBS) all
 	$(MAKE) -j$(JOBS) unit
 	$(MAKE) -j$(JOBS) fuzz-regress
+	$(PYTHON) tests/mutants/run.py --check
 	$(MAKE) integration
 	$(if $(filter 1,$(WITH_PG)),$(MAKE) integration-pg PG_SERIAL=0)
 

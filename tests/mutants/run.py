@@ -136,6 +136,8 @@ def sh(cmd, cwd, env, log, timeout):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--list", action="store_true", help="print the mutants and exit")
+    ap.add_argument("--check", action="store_true",
+                    help="only check that every mutation applies to exactly one place of its file (make test)")
     ap.add_argument("--only", help="comma-separated mutant names")
     ap.add_argument("--no-baseline", action="store_true", help="skip running the kill commands unmutated")
     ap.add_argument("--keep", action="store_true", help="keep build/mutants/tree afterwards")
@@ -153,6 +155,19 @@ def main():
         for m in mutants:
             print("%-28s %-28s %s" % (m.name, m.file, m.kill))
         return 0
+
+    if a.check:
+        # an edit to a mutated line would otherwise surface only in the
+        # long CI step: caught here in a second
+        bad = 0
+        for m in mutants:
+            n = (ROOT / m.file).read_text().count(m.original)
+            if n != 1:
+                print("mutant %s: its original text occurs %d times in %s (want exactly 1): update %s"
+                      % (m.name, n, m.file, LIST.relative_to(ROOT)))
+                bad += 1
+        print("mutants: %d listed, %d stale" % (len(mutants), bad))
+        return 2 if bad else 0
 
     out = ROOT / "build" / "mutants"
     tree = out / "tree"
