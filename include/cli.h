@@ -21,14 +21,4 @@ int cli_main(int argc, char **argv);
  * out; returns 0, or -1 with a message in err. Exposed for unit tests. */
 int cli_build_request(int argc, char **argv, struct buf *out, char *err, size_t errlen);
 
-/* Check a payload for `send` and append it to out as it goes on the wire:
- * outer whitespace trimmed, newlines between tokens turned into spaces
- * (the protocol is one request per line), every other byte unchanged.
- * Must be a JSON object or array. Returns 0, or -1 with err filled. */
-int cli_payload_normalise(const char *text, size_t len, struct buf *out, char *err, size_t errlen);
-
-/* "--since" values: an epoch in ms, or a duration ("2h") meaning that long
- * before now_ms. Returns 0 and the epoch ms, or -1. */
-int cli_parse_since(const char *s, int64_t now_ms, int64_t *out);
-
 #endif

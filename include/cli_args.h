@@ -119,13 +119,20 @@ int cli_build_delete(const struct args *a, cJSON *req, struct buf *payload, char
 int cli_build_put(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
 int cli_build_dead(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
 int cli_build_slow(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
-/* cli_msgs.c: message search and erasure */
-int cli_build_messages(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
-int cli_build_erase(const struct args *a, cJSON *req, struct buf *payload, char *err, size_t errlen);
 /* cli_args.c: the selector's members from the options (not --endpoint, --since,
  * --status: each command adds those its own way). 0 / -1 with err. */
 int cli_build_selector(const struct args *a, cJSON *req, char *err, size_t errlen);
 /* --since as "since" (epoch ms or a duration ago). */
 int cli_build_since(const struct args *a, cJSON *req, char *err, size_t errlen);
+
+/* Check a payload for `send` and append it to out as it goes on the wire:
+ * outer whitespace trimmed, newlines between tokens turned into spaces
+ * (the protocol is one request per line), every other byte unchanged.
+ * Must be a JSON object or array. Returns 0, or -1 with err filled. */
+int cli_payload_normalise(const char *text, size_t len, struct buf *out, char *err, size_t errlen);
+
+/* "--since" values: an epoch in ms, or a duration ("2h") meaning that long
+ * before now_ms. Returns 0 and the epoch ms, or -1. */
+int cli_parse_since(const char *s, int64_t now_ms, int64_t *out);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_args.h"
 
 #define ARGV(...) ((char *[]){__VA_ARGS__, NULL})
 #define NARGS(...) ((int)(sizeof((char *[]){__VA_ARGS__}) / sizeof(char *)))
