@@ -52,10 +52,13 @@ int proxy_curl_url(const char *shown, const char *auth, char *out, size_t n);
  * address sa on port: "::127.0.0.1:443", "::[::1]:443". 0, or -1. */
 int proxy_connect_to(const struct sockaddr *sa, int port, char *out, size_t n);
 
-/* The first of the n addresses a the guard allows, copied into out (its
- * port untouched). 0; -1 when every one is refused (*reason: the first
- * one's range) or n is 0 (*reason NULL). */
-int proxy_pick(const struct sockaddr_storage *a, size_t n, const struct netpolicy *np,
+/* Of the n addresses a, the ones the guard allows, in order: the
+ * turn-th of them (modulo their number) copied into out (its port
+ * untouched). The caller passes the attempt number, so that a retry
+ * after an unreachable address goes to the next one, as libcurl's own
+ * connect walks the list when no proxy is used. 0; -1 when every one is
+ * refused (*reason: the first one's range) or n is 0 (*reason NULL). */
+int proxy_pick(const struct sockaddr_storage *a, size_t n, const struct netpolicy *np, unsigned turn,
                struct sockaddr_storage *out, const char **reason);
 
 /* host ("example.com", "127.0.0.1", "::1" without brackets) resolved and
@@ -71,8 +74,8 @@ int proxy_pick(const struct sockaddr_storage *a, size_t n, const struct netpolic
 #define PROXY_DNS_TTL_MS 60000
 #define PROXY_DNS_NEG_TTL_MS 5000
 #define PROXY_DNS_STALE_MS (10 * PROXY_DNS_TTL_MS)
-int proxy_resolve(const char *host, const struct netpolicy *np, int wait_ms, struct sockaddr_storage *out,
-                  const char **reason);
+int proxy_resolve(const char *host, const struct netpolicy *np, int wait_ms, unsigned turn,
+                  struct sockaddr_storage *out, const char **reason);
 
 /* Tests: the resolver and the monotonic clock (ms) proxy_resolve uses
  * (NULL: getaddrinfo, freeaddrinfo, util_mono_ms). */

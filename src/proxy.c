@@ -184,22 +184,37 @@ int proxy_connect_to(const struct sockaddr *sa, int port, char *out, size_t n)
     return w < 0 || (size_t)w >= n ? -1 : 0;
 }
 
-int proxy_pick(const struct sockaddr_storage *a, size_t n, const struct netpolicy *np,
+int proxy_pick(const struct sockaddr_storage *a, size_t n, const struct netpolicy *np, unsigned turn,
                struct sockaddr_storage *out, const char **reason)
 {
     const char *first = NULL, *why;
-    size_t i;
+    size_t i, ok = 0, pick = 0;
 
+    /* two passes: count the allowed addresses, then take the turn-th */
     for (i = 0; i < n; i++) {
         if (a[i].ss_family != AF_INET && a[i].ss_family != AF_INET6)
             continue;
         why = NULL;
         if (netpolicy_check(np, (const struct sockaddr *)&a[i], &why) == 0) {
-            *out = a[i];
-            return 0;
+            ok++;
+            continue;
         }
         if (!first)
             first = why ? why : "blocked";
+    }
+    if (!ok) {
+        *reason = first;
+        return -1;
+    }
+    turn %= (unsigned)ok;
+    for (i = 0; i < n; i++) {
+        if ((a[i].ss_family != AF_INET && a[i].ss_family != AF_INET6) ||
+            netpolicy_check(np, (const struct sockaddr *)&a[i], &why) != 0)
+            continue;
+        if (pick++ == turn) {
+            *out = a[i];
+            return 0;
+        }
     }
     *reason = first;
     return -1;
@@ -410,8 +425,8 @@ static size_t dns_lookup(const char *host, int wait_ms, struct sockaddr_storage 
     return n;
 }
 
-int proxy_resolve(const char *host, const struct netpolicy *np, int wait_ms, struct sockaddr_storage *out,
-                  const char **reason)
+int proxy_resolve(const char *host, const struct netpolicy *np, int wait_ms, unsigned turn,
+                  struct sockaddr_storage *out, const char **reason)
 {
     struct sockaddr_storage a[DNS_ADDRS];
     int timed_out;
@@ -419,5 +434,5 @@ int proxy_resolve(const char *host, const struct netpolicy *np, int wait_ms, str
 
     if (!n)
         return timed_out ? -3 : -2;
-    return proxy_pick(a, n, np, out, reason);
+    return proxy_pick(a, n, np, turn, out, reason);
 }

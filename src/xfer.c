@@ -314,8 +314,9 @@ static int via_proxy(struct xfer *x, struct djob *j, const char *url)
         return -1;
     }
     /* the endpoint's connect timeout bounds the lookup as it bounds
-     * libcurl's own */
-    rc = proxy_resolve(host, x->np, (int)j->ep->eff.connect_timeout_ms, &sa, &reason);
+     * libcurl's own; each retry asks for the name's next address */
+    rc = proxy_resolve(host, x->np, (int)j->ep->eff.connect_timeout_ms,
+                       j->attempt_count > 0 ? (unsigned)j->attempt_count : 0u, &sa, &reason);
     if (rc == -2 || rc == -3) {
         xfer_fail(j, ERRC_DNS,
                   rc == -2 ? curl_easy_strerror(CURLE_COULDNT_RESOLVE_HOST) : "the name did not resolve in time");

@@ -168,20 +168,35 @@ static void test_pick(void **state)
     inet_pton(AF_INET, "93.184.216.34", &((struct sockaddr_in *)&a[1])->sin_addr);
     assert_int_equal(netpolicy_parse(&np, "", err, sizeof err), 0);
     /* the refused one is passed over */
-    assert_int_equal(proxy_pick(a, 2, &np, &out, &reason), 0);
+    assert_int_equal(proxy_pick(a, 2, &np, 0, &out, &reason), 0);
     inet_ntop(AF_INET, &((struct sockaddr_in *)&out)->sin_addr, txt, sizeof txt);
     assert_string_equal(txt, "93.184.216.34");
     /* only refused ones: the first one's range */
-    assert_int_equal(proxy_pick(a, 1, &np, &out, &reason), -1);
+    assert_int_equal(proxy_pick(a, 1, &np, 0, &out, &reason), -1);
     assert_string_equal(reason, "private");
     /* allowed by allow_networks */
     assert_int_equal(netpolicy_parse(&np, "10.0.0.0/8", err, sizeof err), 0);
-    assert_int_equal(proxy_pick(a, 2, &np, &out, &reason), 0);
+    assert_int_equal(proxy_pick(a, 2, &np, 0, &out, &reason), 0);
     inet_ntop(AF_INET, &((struct sockaddr_in *)&out)->sin_addr, txt, sizeof txt);
     assert_string_equal(txt, "10.1.2.3");
+    /* the retries take the allowed ones in turn: attempt 1 the first,
+     * attempt 2 the next, and round again */
+    for (int t = 0; t < 4; t++) {
+        assert_int_equal(proxy_pick(a, 2, &np, (unsigned)t, &out, &reason), 0);
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&out)->sin_addr, txt, sizeof txt);
+        assert_string_equal(txt, t % 2 ? "93.184.216.34" : "10.1.2.3");
+    }
+    /* a refused address is never a turn: with the default guard every
+     * turn gives the one public address */
+    assert_int_equal(netpolicy_parse(&np, "", err, sizeof err), 0);
+    for (int t = 0; t < 3; t++) {
+        assert_int_equal(proxy_pick(a, 2, &np, (unsigned)t, &out, &reason), 0);
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&out)->sin_addr, txt, sizeof txt);
+        assert_string_equal(txt, "93.184.216.34");
+    }
     /* nothing at all */
     reason = "x";
-    assert_int_equal(proxy_pick(a, 0, &np, &out, &reason), -1);
+    assert_int_equal(proxy_pick(a, 0, &np, 0, &out, &reason), -1);
     assert_null(reason);
 }
 
@@ -200,13 +215,13 @@ static void test_pick_v4mapped(void **state)
     a.ss_family = AF_INET6;
     inet_pton(AF_INET6, "::ffff:10.1.2.3", &((struct sockaddr_in6 *)&a)->sin6_addr);
     assert_int_equal(netpolicy_parse(&np, "", err, sizeof err), 0);
-    assert_int_equal(proxy_pick(&a, 1, &np, &out, &reason), -1);
+    assert_int_equal(proxy_pick(&a, 1, &np, 0, &out, &reason), -1);
     assert_string_equal(reason, "private");
     inet_pton(AF_INET6, "::ffff:127.0.0.1", &((struct sockaddr_in6 *)&a)->sin6_addr);
-    assert_int_equal(proxy_pick(&a, 1, &np, &out, &reason), -1);
+    assert_int_equal(proxy_pick(&a, 1, &np, 0, &out, &reason), -1);
     assert_string_equal(reason, "loopback");
     assert_int_equal(netpolicy_parse(&np, "127.0.0.0/8", err, sizeof err), 0);
-    assert_int_equal(proxy_pick(&a, 1, &np, &out, &reason), 0);
+    assert_int_equal(proxy_pick(&a, 1, &np, 0, &out, &reason), 0);
     assert_int_equal(proxy_connect_to((struct sockaddr *)&out, 8080, ct, sizeof ct), 0);
     assert_string_equal(ct, "::[::ffff:127.0.0.1]:8080");
 }
@@ -220,16 +235,16 @@ static void test_resolve_literal(void **state)
 
     (void)state;
     assert_int_equal(netpolicy_parse(&np, "", err, sizeof err), 0);
-    assert_int_equal(proxy_resolve("127.0.0.1", &np, 5000, &out, &reason), -1);
+    assert_int_equal(proxy_resolve("127.0.0.1", &np, 5000, 0, &out, &reason), -1);
     assert_string_equal(reason, "loopback");
     assert_int_equal(netpolicy_parse(&np, "127.0.0.0/8", err, sizeof err), 0);
-    assert_int_equal(proxy_resolve("127.0.0.1", &np, 5000, &out, &reason), 0);
+    assert_int_equal(proxy_resolve("127.0.0.1", &np, 5000, 0, &out, &reason), 0);
     assert_int_equal(out.ss_family, AF_INET);
-    assert_int_equal(proxy_resolve("no-such-host.invalid", &np, 5000, &out, &reason), -2);
+    assert_int_equal(proxy_resolve("no-such-host.invalid", &np, 5000, 0, &out, &reason), -2);
     /* a cached name is judged again at every use */
-    assert_int_equal(proxy_resolve("localhost", &np, 5000, &out, &reason), 0);
+    assert_int_equal(proxy_resolve("localhost", &np, 5000, 0, &out, &reason), 0);
     assert_int_equal(netpolicy_parse(&np, "", err, sizeof err), 0);
-    assert_int_equal(proxy_resolve("localhost", &np, 5000, &out, &reason), -1);
+    assert_int_equal(proxy_resolve("localhost", &np, 5000, 0, &out, &reason), -1);
     assert_string_equal(reason, "loopback");
 }
 
@@ -284,20 +299,20 @@ static void test_resolve_bounded(void **state)
     /* a resolver that does not answer: the caller gets -3 after its wait,
      * not when the resolver gives up; two callers, one lookup */
     hold(1);
-    assert_int_equal(proxy_resolve("slow.example", &np, 50, &out, &reason), -3);
-    assert_int_equal(proxy_resolve("slow.example", &np, 50, &out, &reason), -3);
+    assert_int_equal(proxy_resolve("slow.example", &np, 50, 0, &out, &reason), -3);
+    assert_int_equal(proxy_resolve("slow.example", &np, 50, 0, &out, &reason), -3);
     assert_int_equal(calls(), 1);
     /* its late answer serves the next attempt from the cache */
     hold(0);
-    for (i = 0; i < 500 && proxy_resolve("slow.example", &np, 0, &out, &reason) != 0; i++)
-        proxy_resolve("slow.example", &np, 10, &out, &reason);
-    assert_int_equal(proxy_resolve("slow.example", &np, 0, &out, &reason), 0);
+    for (i = 0; i < 500 && proxy_resolve("slow.example", &np, 0, 0, &out, &reason) != 0; i++)
+        proxy_resolve("slow.example", &np, 10, 0, &out, &reason);
+    assert_int_equal(proxy_resolve("slow.example", &np, 0, 0, &out, &reason), 0);
     assert_int_equal(out.ss_family, AF_INET);
     assert_int_equal(calls(), 1);
     /* a name that does not resolve is looked up once per
      * PROXY_DNS_NEG_TTL_MS, not at every attempt */
-    assert_int_equal(proxy_resolve("gone.example", &np, 5000, &out, &reason), -2);
-    assert_int_equal(proxy_resolve("gone.example", &np, 5000, &out, &reason), -2);
+    assert_int_equal(proxy_resolve("gone.example", &np, 5000, 0, &out, &reason), -2);
+    assert_int_equal(proxy_resolve("gone.example", &np, 5000, 0, &out, &reason), -2);
     assert_int_equal(calls(), 2);
     proxy_dns_hook(NULL, NULL, NULL);
 }
@@ -340,26 +355,26 @@ static void test_resolve_stale(void **state)
     assert_int_equal(netpolicy_parse(&np, "127.0.0.0/8", err, sizeof err), 0);
     proxy_dns_hook(fake_gai, freeaddrinfo, fake_now);
     c0 = calls();
-    assert_int_equal(proxy_resolve("stale.example", &np, 5000, &out, &reason), 0);
+    assert_int_equal(proxy_resolve("stale.example", &np, 5000, 0, &out, &reason), 0);
     assert_int_equal(calls(), c0 + 1);
     /* within the minute: cached, no lookup */
     __atomic_store_n(&fake_ms, 1000 + PROXY_DNS_TTL_MS - 1, __ATOMIC_RELAXED);
-    assert_int_equal(proxy_resolve("stale.example", &np, 0, &out, &reason), 0);
+    assert_int_equal(proxy_resolve("stale.example", &np, 0, 0, &out, &reason), 0);
     assert_int_equal(calls(), c0 + 1);
     /* past it, with a resolver that does not answer: served at once, one
      * refresh started */
     hold(1);
     __atomic_store_n(&fake_ms, 1000 + PROXY_DNS_TTL_MS, __ATOMIC_RELAXED);
-    assert_int_equal(proxy_resolve("stale.example", &np, 0, &out, &reason), 0);
-    assert_int_equal(proxy_resolve("stale.example", &np, 0, &out, &reason), 0);
+    assert_int_equal(proxy_resolve("stale.example", &np, 0, 0, &out, &reason), 0);
+    assert_int_equal(proxy_resolve("stale.example", &np, 0, 0, &out, &reason), 0);
     assert_int_equal(await_calls(c0 + 2), c0 + 2);
     hold(0);
     /* past PROXY_DNS_STALE_MS old addresses no longer serve: the lookup
      * is waited for (and here does not come in time) */
-    assert_int_equal(proxy_resolve("old.example", &np, 5000, &out, &reason), 0);
+    assert_int_equal(proxy_resolve("old.example", &np, 5000, 0, &out, &reason), 0);
     __atomic_store_n(&fake_ms, fake_now() + PROXY_DNS_STALE_MS, __ATOMIC_RELAXED);
     hold(1);
-    assert_int_equal(proxy_resolve("old.example", &np, 50, &out, &reason), -3);
+    assert_int_equal(proxy_resolve("old.example", &np, 50, 0, &out, &reason), -3);
     hold(0);
     proxy_dns_hook(NULL, NULL, NULL);
 }
@@ -377,7 +392,7 @@ static void *resolver_thread(void *arg)
     netpolicy_parse(&np, "127.0.0.0/8", err, sizeof err);
     for (i = 0; i < 300; i++) {
         snprintf(host, sizeof host, "h%d.example", i % 97);
-        if (proxy_resolve(host, &np, 5000, &out, &reason) != 0 || out.ss_family != AF_INET ||
+        if (proxy_resolve(host, &np, 5000, 0, &out, &reason) != 0 || out.ss_family != AF_INET ||
             ((struct sockaddr_in *)&out)->sin_addr.s_addr != htonl(INADDR_LOOPBACK))
             (*bad)++;
     }
