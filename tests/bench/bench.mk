@@ -28,7 +28,7 @@
 
 BENCH_OUT   := $(BUILD)/bench
 BENCH_TOOLS := $(BENCH_OUT)/loadgen $(BENCH_OUT)/rawinsert $(BENCH_OUT)/dbreport $(BENCH_OUT)/curlfloor \
-               $(BENCH_OUT)/searchdb $(BENCH_OUT)/hookd-nofilter
+               $(BENCH_OUT)/searchdb $(BENCH_OUT)/hookd-nofilter $(BENCH_OUT)/rawcycle
 BENCH_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
                 $(shell $(PKG_CONFIG) --cflags sqlite3 2>/dev/null)
 BENCH_LIBS  := $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null || echo -lsqlite3)
@@ -42,6 +42,11 @@ $(BENCH_OUT)/loadgen: tests/bench/loadgen.c tests/bench/bench_common.h
 $(BENCH_OUT)/rawinsert: tests/bench/rawinsert.c tests/bench/bench_common.h
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< $(BENCH_LIBS)
+
+# the storage floor: hookd's own store module (libhookd.a), no daemon
+$(BENCH_OUT)/rawcycle: tests/bench/rawcycle.c tests/bench/bench_common.h $(BUILD)/libhookd.a $(wildcard include/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/libhookd.a $(LDFLAGS) $(LDLIBS)
 
 $(BENCH_OUT)/searchdb: tests/bench/searchdb.c tests/bench/bench_common.h
 	@mkdir -p $(@D)
