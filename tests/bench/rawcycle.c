@@ -32,9 +32,9 @@
  * CPU (getrusage user + system) per message for each phase and in total,
  * the phases' wall time and rates, and the shape (rounds, rows a round).
  * Under valgrind --tool=callgrind, each phase is one function (rc_enqueue,
- * rc_claim, rc_settle, rc_commit, rc_checkpoint): their inclusive counts
- * over N are the instructions per message (tests/bench/run.sh's
- * floor_cg does that). */
+ * rc_claim, rc_settle, rc_begin + rc_commit, rc_checkpoint): their
+ * inclusive counts over N are the instructions per message
+ * (tests/bench/cgfloor.sh runs it so). */
 #include "bench_common.h"
 #include "config.h"
 #include "log.h"
