@@ -3,7 +3,7 @@
 #   make bench-enqueue    pipelined enqueues vs raw SQLite inserts
 #   make bench-delivery   100k deliveries to nginx (1 and 100 endpoints,
 #                         default config), latency at 1k/s and 10k/s,
-#                         wrk ceiling, seed design
+#                         wrk ceiling, seed design, storage floor (rawcycle)
 #   make bench-scale      10,000 endpoints: enqueue rate, endpoints list,
 #                         memory with 1M queued over failing endpoints;
 #                         then bench-search
@@ -17,7 +17,8 @@
 #   make bench-egress     the static (packaged) binary beside the dynamic one
 #                         and the libcurl floor, HTTP and HTTPS, 1 and 100
 #                         endpoints; 1,000 HTTPS hosts: TLS resumption, CPU;
-#                         writes the table in tests/bench/README.md
+#                         writes the table in tests/bench/README.md; the
+#                         storage floor row
 # Knobs (make VAR=...): BENCH_ENQ_N BENCH_DEL_N BENCH_LAT_RATES BENCH_LAT_SECS
 # BENCH_WRK_SECS BENCH_SEED_N BENCH_SEED_K BENCH_SEED=0 (skip the seed)
 # BENCH_SCALE_NEPS BENCH_SCALE_MSGS BENCH_SCALE_SECS BENCH_SEARCH_ROWS
