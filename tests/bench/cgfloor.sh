@@ -22,7 +22,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 BIN=${BENCH_BIN:-$root/build/bench}
-k=1 n=3000 w=200 e=1000 b= p= cpu=0
+k=1 n=3000 w=200 e=1000 b='' p='' cpu=0
 while getopts "k:n:w:E:b:p:c" o; do
   case $o in
   k) k=$OPTARG;; n) n=$OPTARG;; w) w=$OPTARG;; E) e=$OPTARG;; b) b=$OPTARG;; p) p=$OPTARG;; c) cpu=1;;

@@ -495,7 +495,7 @@ bench_storage_floor() {
       if [ "$k" = 1 ]; then tot1+=("$(kv floor_us_total "$out")") ph1+=("$m"); else tot100+=("$(kv floor_us_total "$out")") ph100+=("$m"); fi
     done
   done
-  local med1 med100 p1= p100=
+  local med1 med100 p1='' p100=''
   med1=$(median "${tot1[@]}") med100=$(median "${tot100[@]}")
   for i in "${ph1[@]}"; do [ "${i%% *}" = "$med1" ] && p1=${i#* } && break; done
   for i in "${ph100[@]}"; do [ "${i%% *}" = "$med100" ] && p100=${i#* } && break; done
