@@ -29,7 +29,7 @@
 
 BENCH_OUT   := $(BUILD)/bench
 BENCH_TOOLS := $(BENCH_OUT)/loadgen $(BENCH_OUT)/rawinsert $(BENCH_OUT)/dbreport $(BENCH_OUT)/curlfloor \
-               $(BENCH_OUT)/searchdb $(BENCH_OUT)/hookd-nofilter $(BENCH_OUT)/rawcycle
+               $(BENCH_OUT)/searchdb $(BENCH_OUT)/hookd-nofilter $(BENCH_OUT)/rawcycle $(BENCH_OUT)/wshape.so
 BENCH_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
                 $(shell $(PKG_CONFIG) --cflags sqlite3 2>/dev/null)
 BENCH_LIBS  := $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null || echo -lsqlite3)
@@ -48,6 +48,11 @@ $(BENCH_OUT)/rawinsert: tests/bench/rawinsert.c tests/bench/bench_common.h
 $(BENCH_OUT)/rawcycle: tests/bench/rawcycle.c tests/bench/bench_common.h $(BUILD)/libhookd.a $(wildcard include/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/libhookd.a $(LDFLAGS) $(LDLIBS)
+
+# the writer's round sizes in a real run (LD_PRELOAD into hookd)
+$(BENCH_OUT)/wshape.so: tests/bench/wshape.c
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -shared -fPIC -o $@ $< $(BENCH_LIBS) -ldl
 
 $(BENCH_OUT)/searchdb: tests/bench/searchdb.c tests/bench/bench_common.h
 	@mkdir -p $(@D)

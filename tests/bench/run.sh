@@ -471,8 +471,8 @@ bench_delivery() {
 # life of DEL_N messages in the writer's batch shapes: enqueued 1000 a
 # durable transaction, then drained in rounds that settle what the last
 # one claimed and claim more, in the shapes hookd's writer showed while
-# 20,000 messages were streamed in natively (commits and statements
-# counted): about 27 rows a round in one claim with one endpoint, about
+# 20,000 messages were streamed in natively (wshape.so counted commits and
+# statements): about 27 rows a round in one claim with one endpoint, about
 # 270 a round in claims of about 11 rows with 100 endpoints (most
 # endpoints' in-flight slots come back between two rounds). CPU (user +
 # system) per message, the median of
