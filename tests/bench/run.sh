@@ -473,10 +473,9 @@ bench_delivery() {
 # one claimed and claim more, in the shapes hookd's writer showed while
 # 20,000 messages were streamed in natively (wshape.so counted commits and
 # statements): about 27 rows a round in one claim with one endpoint, about
-# 270 a round in claims of about 11 rows with 100 endpoints (most
-# endpoints' in-flight slots come back between two rounds). CPU (user +
-# system) per message, the median of
-# DEL_ROUNDS runs each; the phases of the median run in the notes. The
+# 270 a round in claims of about 11 rows with 100 endpoints. CPU (user +
+# system) per message, the median of DEL_ROUNDS runs each; the phases of
+# the median run in the notes. The
 # difference between hookd's CPU per message and the libcurl floor's per
 # request, less this, is hookd's own overhead.
 bench_storage_floor() {
