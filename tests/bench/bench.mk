@@ -3,7 +3,7 @@
 #   make bench-enqueue    pipelined enqueues vs raw SQLite inserts
 #   make bench-delivery   100k deliveries to nginx (1 and 100 endpoints,
 #                         default config), latency at 1k/s and 10k/s,
-#                         wrk ceiling, seed design
+#                         wrk ceiling, seed design, storage floor (rawcycle)
 #   make bench-scale      10,000 endpoints: enqueue rate, endpoints list,
 #                         memory with 1M queued over failing endpoints;
 #                         then bench-search
@@ -17,7 +17,8 @@
 #   make bench-egress     the static (packaged) binary beside the dynamic one
 #                         and the libcurl floor, HTTP and HTTPS, 1 and 100
 #                         endpoints; 1,000 HTTPS hosts: TLS resumption, CPU;
-#                         writes the table in tests/bench/README.md
+#                         writes the table in tests/bench/README.md; the
+#                         storage floor row
 # Knobs (make VAR=...): BENCH_ENQ_N BENCH_DEL_N BENCH_LAT_RATES BENCH_LAT_SECS
 # BENCH_WRK_SECS BENCH_SEED_N BENCH_SEED_K BENCH_SEED=0 (skip the seed)
 # BENCH_SCALE_NEPS BENCH_SCALE_MSGS BENCH_SCALE_SECS BENCH_SEARCH_ROWS
@@ -28,7 +29,7 @@
 
 BENCH_OUT   := $(BUILD)/bench
 BENCH_TOOLS := $(BENCH_OUT)/loadgen $(BENCH_OUT)/rawinsert $(BENCH_OUT)/dbreport $(BENCH_OUT)/curlfloor \
-               $(BENCH_OUT)/searchdb $(BENCH_OUT)/hookd-nofilter
+               $(BENCH_OUT)/searchdb $(BENCH_OUT)/hookd-nofilter $(BENCH_OUT)/rawcycle $(BENCH_OUT)/wshape.so
 BENCH_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
                 $(shell $(PKG_CONFIG) --cflags sqlite3 2>/dev/null)
 BENCH_LIBS  := $(shell $(PKG_CONFIG) --libs sqlite3 2>/dev/null || echo -lsqlite3)
@@ -42,6 +43,16 @@ $(BENCH_OUT)/loadgen: tests/bench/loadgen.c tests/bench/bench_common.h
 $(BENCH_OUT)/rawinsert: tests/bench/rawinsert.c tests/bench/bench_common.h
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< $(BENCH_LIBS)
+
+# the storage floor: hookd's own store module (libhookd.a), no daemon
+$(BENCH_OUT)/rawcycle: tests/bench/rawcycle.c tests/bench/bench_common.h $(BUILD)/libhookd.a $(wildcard include/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/libhookd.a $(LDFLAGS) $(LDLIBS)
+
+# the writer's round sizes in a real run (LD_PRELOAD into hookd)
+$(BENCH_OUT)/wshape.so: tests/bench/wshape.c
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -shared -fPIC -o $@ $< $(BENCH_LIBS) -ldl
 
 $(BENCH_OUT)/searchdb: tests/bench/searchdb.c tests/bench/bench_common.h
 	@mkdir -p $(@D)

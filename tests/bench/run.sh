@@ -43,7 +43,7 @@ CL_EPS=${BENCH_CL_EPS:-64}
 CL_INFLIGHT=${BENCH_CL_INFLIGHT:-128}
 RESULTS=$BIN/results.txt
 
-for f in "$HOOKD" "$BIN/loadgen" "$BIN/rawinsert" "$BIN/dbreport" "$BIN/searchdb" "$BIN/hookd-nofilter"; do
+for f in "$HOOKD" "$BIN/loadgen" "$BIN/rawinsert" "$BIN/rawcycle" "$BIN/dbreport" "$BIN/searchdb" "$BIN/hookd-nofilter"; do
   [ -x "$f" ] || { echo "bench: $f missing (run through make)" >&2; exit 2; }
 done
 if [ "$what" = all ] || [ "$what" = delivery ] || [ "$what" = postgres ] || [ "$what" = cluster ] ||
@@ -466,6 +466,42 @@ bench_delivery() {
     "floor of every synchronous=full commit"
 }
 
+# The storage floor: what SQLite alone costs per delivered message.
+# rawcycle links hookd's store module (no daemon, one thread) and runs the
+# life of DEL_N messages in the writer's batch shapes: enqueued 1000 a
+# durable transaction, then drained in rounds that settle what the last
+# one claimed and claim more, in the shapes hookd's writer showed while
+# 20,000 messages were streamed in natively (wshape.so counted commits and
+# statements): about 27 rows a round in one claim with one endpoint, about
+# 270 a round in claims of about 11 rows with 100 endpoints. CPU (user +
+# system) per message, the median of DEL_ROUNDS runs each; the phases of
+# the median run in the notes. The
+# difference between hookd's CPU per message and the libcurl floor's per
+# request, less this, is hookd's own overhead.
+bench_storage_floor() {
+  local rr k out d tot1=() tot100=() ph1=() ph100=() i m lines
+  for rr in $(seq "$DEL_ROUNDS"); do
+    for k in 1 100; do
+      d=$work/floor-$k
+      mapfile -t lines < <(ep_lines 9 "$k" 'paused = yes')
+      write_conf "$d" '[delivery]' 'allow_networks = 127.0.0.0/8' "${lines[@]}"
+      if [ "$k" = 1 ]; then set -- -b 27 -p 64; else set -- -b 274 -p 11; fi
+      bg out "$BIN/rawcycle" -c "$d/hookd.ini" -n "$DEL_N" -w 200 -E 1000 "$@" -t "f$rr" ||
+        { log "rawcycle failed: $out"; row "storage floor: SQLite alone, us per message" "FAILED" "rawcycle, $k endpoint(s)"; return 0; }
+      log "  storage floor round $rr, $k endpoint(s): $(tr '\n' ' ' <<<"$out")"
+      rm -f "$d"/hookd.db*
+      m="$(kv floor_us_total "$out") enqueue $(kv floor_us_enqueue "$out"), claim $(kv floor_us_claim "$out"), settle $(kv floor_us_settle "$out"), commit $(kv floor_us_commit "$out"), checkpoint $(kv floor_us_checkpoint "$out")"
+      if [ "$k" = 1 ]; then tot1+=("$(kv floor_us_total "$out")") ph1+=("$m"); else tot100+=("$(kv floor_us_total "$out")") ph100+=("$m"); fi
+    done
+  done
+  local med1 med100 p1='' p100=''
+  med1=$(median "${tot1[@]}") med100=$(median "${tot100[@]}")
+  for i in "${ph1[@]}"; do [ "${i%% *}" = "$med1" ] && p1=${i#* } && break; done
+  for i in "${ph100[@]}"; do [ "${i%% *}" = "$med100" ] && p100=${i#* } && break; done
+  row "storage floor: SQLite alone, us per message" "$med1 | $med100" \
+    "1 | 100 endpoints; rawcycle (hookd's store, no daemon), $DEL_N msgs, median of $DEL_ROUNDS: ${tot1[*]} | ${tot100[*]}; 1 endpoint: $p1; 100: $p100"
+}
+
 # The seed design's rate, measured once per run (delivery and postgres
 # both compare with it); sets SEED_RATE ("" when skipped or failed).
 SEED_RATE= SEED_DONE=
@@ -813,6 +849,7 @@ case "$what" in all|cluster) bench_cluster;; esac
 # shellcheck source=tests/bench/egress.sh
 . "$here/egress.sh"
 case "$what" in all|egress) bench_egress;; esac
+case "$what" in all|delivery|egress) bench_storage_floor;; esac
 
 {
   echo "hookd benchmark ($what) $(date -u +%Y-%m-%dT%H:%M:%SZ) rev $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \
