@@ -20,7 +20,7 @@ BUILD=${STATIC_BUILD:-build/static}
 MAKE=${MAKE:-make}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 # Bump when the way a dependency is built changes: forces a rebuild of the prefix.
-RECIPE=6
+RECIPE=7
 PREFIX=$CACHE/prefix
 SRC=$CACHE/src
 DL=$CACHE/dl
@@ -201,6 +201,8 @@ build_curl() {
     # the dynamic build's certificate policy (no SHA-1, RSA >= 2048), and
     # session tickets for resumption
     patch -p1 -s -f <"$PATCHES/curl-mbedtls-policy.patch" || die "curl: $PATCHES/curl-mbedtls-policy.patch does not apply"
+    # CA files parsed once per process, not once per connection
+    patch -p1 -s -f <"$PATCHES/curl-mbedtls-ca-cache.patch" || die "curl: $PATCHES/curl-mbedtls-ca-cache.patch does not apply"
     rm -rf build-musl; mkdir build-musl; cd build-musl
     ../configure CC=musl-gcc CFLAGS="$DEP_CFLAGS" CPPFLAGS="-I$PREFIX/include" LDFLAGS="-L$PREFIX/lib" \
         --prefix="$PREFIX" --disable-shared --enable-static \
