@@ -20,7 +20,7 @@ BUILD=${STATIC_BUILD:-build/static}
 MAKE=${MAKE:-make}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 # Bump when the way a dependency is built changes: forces a rebuild of the prefix.
-RECIPE=7
+RECIPE=8
 PREFIX=$CACHE/prefix
 SRC=$CACHE/src
 DL=$CACHE/dl
@@ -203,6 +203,9 @@ build_curl() {
     patch -p1 -s -f <"$PATCHES/curl-mbedtls-policy.patch" || die "curl: $PATCHES/curl-mbedtls-policy.patch does not apply"
     # CA files parsed once per process, not once per connection
     patch -p1 -s -f <"$PATCHES/curl-mbedtls-ca-cache.patch" || die "curl: $PATCHES/curl-mbedtls-ca-cache.patch does not apply"
+    # the kind of a fatal alert from the server in the error text (hookd
+    # tells a refused client certificate from other failures by it)
+    patch -p1 -s -f <"$PATCHES/curl-mbedtls-alert.patch" || die "curl: $PATCHES/curl-mbedtls-alert.patch does not apply"
     rm -rf build-musl; mkdir build-musl; cd build-musl
     ../configure CC=musl-gcc CFLAGS="$DEP_CFLAGS" CPPFLAGS="-I$PREFIX/include" LDFLAGS="-L$PREFIX/lib" \
         --prefix="$PREFIX" --disable-shared --enable-static \
