@@ -20,7 +20,7 @@ BUILD=${STATIC_BUILD:-build/static}
 MAKE=${MAKE:-make}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 # Bump when the way a dependency is built changes: forces a rebuild of the prefix.
-RECIPE=9
+RECIPE=10
 PREFIX=$CACHE/prefix
 SRC=$CACHE/src
 DL=$CACHE/dl
@@ -183,6 +183,17 @@ build_mbedtls() {
     # certificates for IP addresses: match subjectAltName iPAddress
     # entries (2.28 compares the address with DNS names only)
     patch -p1 -s -f <"$PATCHES/mbedtls-ip-san.patch" || die "mbedtls: $PATCHES/mbedtls-ip-san.patch does not apply"
+    # derive only the key block the negotiated suite uses (40 bytes for
+    # AES-128-GCM), not 256 bytes of PRF output per handshake
+    patch -p1 -s -f <"$PATCHES/mbedtls-keyblock.patch" || die "mbedtls: $PATCHES/mbedtls-keyblock.patch does not apply"
+    # no TLS 1.0/1.1 (libcurl is told TLS 1.2 or later anyway): without
+    # them mbedTLS stops hashing every handshake message with MD5 and SHA-1
+    # for their Finished messages
+    sed -i -e 's|^#define MBEDTLS_SSL_PROTO_TLS1$|//#define MBEDTLS_SSL_PROTO_TLS1|' \
+           -e 's|^#define MBEDTLS_SSL_PROTO_TLS1_1$|//#define MBEDTLS_SSL_PROTO_TLS1_1|' \
+           -e 's|^#define MBEDTLS_SSL_CBC_RECORD_SPLITTING$|//#define MBEDTLS_SSL_CBC_RECORD_SPLITTING|' "$h"
+    grep -q '^#define MBEDTLS_SSL_PROTO_TLS1_2$' "$h" || die "mbedtls: TLS 1.2 not enabled in $h"
+    grep -Eq '^#define MBEDTLS_SSL_PROTO_(SSL3|TLS1|TLS1_1)$' "$h" && die "mbedtls: could not disable SSL 3/TLS 1.0/1.1 in $h"
     $MAKE -C library -j"$JOBS" CC=musl-gcc AR=ar CFLAGS="$DEP_CFLAGS" static
     mkdir -p "$PREFIX/lib" "$PREFIX/include"
     cp library/libmbedtls.a library/libmbedx509.a library/libmbedcrypto.a "$PREFIX/lib/"
