@@ -1,10 +1,17 @@
-"""The TLS 1.2 cipher suites hookd offers, the same in both builds: what
+"""What hookd's TLS client offers and trusts.
+
+The TLS 1.2 cipher suites, the same in both builds: what
 OpenSSL offers by default at security level 2 (the dynamic build), and the
 explicit list the static build's libcurl patch gives mbedTLS
 (packaging/patches/curl-mbedtls-policy.patch). Each receiver here accepts
 one suite only (TLS 1.2, Python's ssl on OpenSSL): the forward-secret AEAD
 suites, the ECDHE CBC ones, DHE with a 2048-bit group and RSA key exchange
-(older receivers) deliver; DHE with a 1024-bit group is refused."""
+(older receivers) deliver; DHE with a 1024-bit group is refused.
+
+A ca_file replaced or rewritten while hookd runs is read again for the next
+connection (the static build's libcurl keeps each parsed CA file, keyed on
+its path and the file's identity: packaging/patches/curl-mbedtls-ca-cache.patch)."""
+import os
 import shutil
 import socket
 import ssl
@@ -13,6 +20,7 @@ import threading
 
 import pytest
 
+from test_mtls import openssl_build
 from test_tls import LOCAL, deliver_one, make_ca, make_leaf, tls_ep
 
 pytestmark = pytest.mark.skipif(not shutil.which("openssl"), reason="openssl not installed (make deps)")
@@ -97,3 +105,37 @@ def test_suites_offered(hookd, pki):
         for s in servers.values():
             s.stop()
         weak.stop()
+
+
+@pytest.mark.skipif(openssl_build(), reason="the dynamic build's libcurl (OpenSSL) keeps a CA store "
+                    "for CURLOPT_CA_CACHE_TIMEOUT (24 h) whatever happens to the file")
+def test_ca_file_changed_is_read_again(hookd, pki, tmp_path):
+    """Two endpoints trust files that first hold another CA: refused. One
+    file is then replaced (a new file renamed over it), the other rewritten
+    in place: the next delivery to each verifies against the new contents.
+    The receiver closes every connection and no session was established,
+    so each delivery is a full handshake."""
+    other = make_ca(tmp_path, "other")[1]
+    srv = OneSuiteServer(pki, "ECDHE-RSA-AES128-GCM-SHA256")
+    try:
+        files = {"renamed": tmp_path / "renamed.pem", "rewritten": tmp_path / "rewritten.pem"}
+        for f in files.values():
+            shutil.copyfile(other, f)
+        d = hookd(endpoints={n: dict(tls_ep(srv.url()), ca_file=str(f)) for n, f in files.items()},
+                  sections={"delivery": LOCAL})
+        for n in files:
+            row, msg = deliver_one(d, n)
+            assert row["status"] == "dead_letter" and [a["error_class"] for a in msg["attempts"]] == ["tls"], \
+                (n, msg["attempts"])
+        tmp = tmp_path / "renamed.pem.new"
+        shutil.copyfile(pki["ca"], tmp)
+        os.rename(tmp, files["renamed"])
+        with open(files["rewritten"], "r+b") as f:
+            data = open(pki["ca"], "rb").read()
+            f.write(data)
+            f.truncate(len(data))
+        for n in files:
+            row, msg = deliver_one(d, n)
+            assert row["status"] == "delivered", (n, msg["attempts"])
+    finally:
+        srv.stop()
