@@ -390,6 +390,11 @@ build_hookd() {
     cd "$TOP"
     t0=$(now)
     say "hookd: building $BUILD/hookd with musl-gcc"
+    # make knows hookd's objects, not the prefix: relink after a rebuilt
+    # dependency (a RECIPE bump, a changed patch)
+    for f in "$PREFIX"/lib/*.a "$PREFIX/lib/mimalloc.o"; do
+        if [ -e "$BUILD/hookd" ] && [ "$f" -nt "$BUILD/hookd" ]; then rm -f "$BUILD/hookd"; break; fi
+    done
     PKG_CONFIG_LIBDIR=$PREFIX/lib/pkgconfig PKG_CONFIG_PATH= PKG_CONFIG_SYSROOT_DIR= \
     $MAKE -j"$JOBS" BUILD="$BUILD" CC=musl-gcc PKG_CONFIG="pkg-config --static" \
         OPT="-O2 -g -ffunction-sections -fdata-sections -ffile-prefix-map=$TOP=." \
