@@ -20,7 +20,7 @@ BUILD=${STATIC_BUILD:-build/static}
 MAKE=${MAKE:-make}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 # Bump when the way a dependency is built changes: forces a rebuild of the prefix.
-RECIPE=6
+RECIPE=10
 PREFIX=$CACHE/prefix
 SRC=$CACHE/src
 DL=$CACHE/dl
@@ -183,6 +183,17 @@ build_mbedtls() {
     # certificates for IP addresses: match subjectAltName iPAddress
     # entries (2.28 compares the address with DNS names only)
     patch -p1 -s -f <"$PATCHES/mbedtls-ip-san.patch" || die "mbedtls: $PATCHES/mbedtls-ip-san.patch does not apply"
+    # derive only the key block the negotiated suite uses (40 bytes for
+    # AES-128-GCM), not 256 bytes of PRF output per handshake
+    patch -p1 -s -f <"$PATCHES/mbedtls-keyblock.patch" || die "mbedtls: $PATCHES/mbedtls-keyblock.patch does not apply"
+    # no TLS 1.0/1.1 (libcurl is told TLS 1.2 or later anyway): without
+    # them mbedTLS stops hashing every handshake message with MD5 and SHA-1
+    # for their Finished messages
+    sed -i -e 's|^#define MBEDTLS_SSL_PROTO_TLS1$|//#define MBEDTLS_SSL_PROTO_TLS1|' \
+           -e 's|^#define MBEDTLS_SSL_PROTO_TLS1_1$|//#define MBEDTLS_SSL_PROTO_TLS1_1|' \
+           -e 's|^#define MBEDTLS_SSL_CBC_RECORD_SPLITTING$|//#define MBEDTLS_SSL_CBC_RECORD_SPLITTING|' "$h"
+    grep -q '^#define MBEDTLS_SSL_PROTO_TLS1_2$' "$h" || die "mbedtls: TLS 1.2 not enabled in $h"
+    grep -Eq '^#define MBEDTLS_SSL_PROTO_(SSL3|TLS1|TLS1_1)$' "$h" && die "mbedtls: could not disable SSL 3/TLS 1.0/1.1 in $h"
     $MAKE -C library -j"$JOBS" CC=musl-gcc AR=ar CFLAGS="$DEP_CFLAGS" static
     mkdir -p "$PREFIX/lib" "$PREFIX/include"
     cp library/libmbedtls.a library/libmbedx509.a library/libmbedcrypto.a "$PREFIX/lib/"
@@ -201,6 +212,11 @@ build_curl() {
     # the dynamic build's certificate policy (no SHA-1, RSA >= 2048), and
     # session tickets for resumption
     patch -p1 -s -f <"$PATCHES/curl-mbedtls-policy.patch" || die "curl: $PATCHES/curl-mbedtls-policy.patch does not apply"
+    # CA files parsed once per process, not once per connection
+    patch -p1 -s -f <"$PATCHES/curl-mbedtls-ca-cache.patch" || die "curl: $PATCHES/curl-mbedtls-ca-cache.patch does not apply"
+    # the kind of a fatal alert from the server in the error text (hookd
+    # tells a refused client certificate from other failures by it)
+    patch -p1 -s -f <"$PATCHES/curl-mbedtls-alert.patch" || die "curl: $PATCHES/curl-mbedtls-alert.patch does not apply"
     rm -rf build-musl; mkdir build-musl; cd build-musl
     ../configure CC=musl-gcc CFLAGS="$DEP_CFLAGS" CPPFLAGS="-I$PREFIX/include" LDFLAGS="-L$PREFIX/lib" \
         --prefix="$PREFIX" --disable-shared --enable-static \
@@ -374,6 +390,11 @@ build_hookd() {
     cd "$TOP"
     t0=$(now)
     say "hookd: building $BUILD/hookd with musl-gcc"
+    # make knows hookd's objects, not the prefix: relink after a rebuilt
+    # dependency (a RECIPE bump, a changed patch)
+    for f in "$PREFIX"/lib/*.a "$PREFIX/lib/mimalloc.o"; do
+        if [ -e "$BUILD/hookd" ] && [ "$f" -nt "$BUILD/hookd" ]; then rm -f "$BUILD/hookd"; break; fi
+    done
     PKG_CONFIG_LIBDIR=$PREFIX/lib/pkgconfig PKG_CONFIG_PATH= PKG_CONFIG_SYSROOT_DIR= \
     $MAKE -j"$JOBS" BUILD="$BUILD" CC=musl-gcc PKG_CONFIG="pkg-config --static" \
         OPT="-O2 -g -ffunction-sections -fdata-sections -ffile-prefix-map=$TOP=." \

@@ -141,7 +141,9 @@ int tlsid_files_check(const char *cert, const char *key, char *err, size_t errle
 }
 
 /* the alerts a receiver sends about the certificate it was given (RFC
- * 8446 6.2), as OpenSSL names them in curl's error text */
+ * 8446 6.2), as OpenSSL names them in curl's error text (the static
+ * build's libcurl names mbedTLS' alerts the same way, see
+ * packaging/patches/curl-mbedtls-alert.patch) */
 static const char *const cert_alerts[] = {
     "alert bad certificate",         /* 42 */
     "alert unsupported certificate", /* 43 */
@@ -151,6 +153,9 @@ static const char *const cert_alerts[] = {
     "alert unknown ca",              /* 48 */
     "alert access denied",           /* 49 */
     "alert certificate required",    /* 116, TLS 1.3: none was sent */
+    /* TLS 1.2 servers answer a missing certificate with handshake_failure
+     * (40); the mbedTLS build says when the server had asked for one */
+    "after a client certificate request",
     NULL,
 };
 

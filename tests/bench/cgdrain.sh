@@ -3,7 +3,7 @@
 # in instructions (valgrind's callgrind) or syscalls (strace -c), which a
 # shared, noisy machine does not move the way it moves wall-clock rates.
 #
-#   tests/bench/cgdrain.sh [-m cg|strace] [-b HOOKD] [-p http|https|reconnect] [-k K] [-n N] [-w W] [-f]
+#   tests/bench/cgdrain.sh [-m cg|strace] [-b HOOKD] [-p http|https|reconnect] [-k K] [-n N] [-w W] [-s] [-f]
 #
 # N messages (default 3000) are enqueued to K endpoints (default 1) that
 # start paused; the count starts, the endpoints are resumed, the queue
@@ -12,7 +12,10 @@
 # are delivered first, uncounted, so the keep-alive connections (and
 # their TLS handshakes) are open before the count starts. -p reconnect: HTTPS
 # to an nginx that closes every connection (a resumed TLS session per
-# message, the many-hosts case). -f: the libcurl floor too (curlfloor,
+# message, the many-hosts case). -s: hookd's and the floor's ca_file is the
+# system CA bundle plus the test CA (what a deployment trusts; the cost of
+# loading the trust store shows) instead of the test CA alone. -f: the
+# libcurl floor too (curlfloor,
 # same URL: the difference of an N and a 2N run, so its start-up cancels).
 # Prints key=value lines: instructions (or each syscall) per message, in
 # total and per thread function (writer_main, dthread_main, ...).
@@ -21,11 +24,11 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 BIN=${BENCH_BIN:-$root/build/bench}
-mode=cg hookd=$root/build/hookd proto=http k=1 n=3000 w=0 floor=0
-while getopts "m:b:p:k:n:w:f" o; do
+mode=cg hookd=$root/build/hookd proto=http k=1 n=3000 w=0 floor=0 sysca=0
+while getopts "m:b:p:k:n:w:sf" o; do
   case $o in
-  m) mode=$OPTARG;; b) hookd=$OPTARG;; p) proto=$OPTARG;; k) k=$OPTARG;; n) n=$OPTARG;; w) w=$OPTARG;; f) floor=1;;
-  *) sed -n '2,20p' "$0" >&2; exit 2;;
+  m) mode=$OPTARG;; b) hookd=$OPTARG;; p) proto=$OPTARG;; k) k=$OPTARG;; n) n=$OPTARG;; w) w=$OPTARG;; s) sysca=1;; f) floor=1;;
+  *) sed -n '2,24p' "$0" >&2; exit 2;;
   esac
 done
 case $mode in cg|strace) ;; *) echo "-m cg or strace" >&2; exit 2;; esac
@@ -50,6 +53,12 @@ openssl req -newkey rsa:2048 -nodes -keyout "$c/srv.key" -out "$c/srv.csr" -subj
 printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$c/srv.ext"
 openssl x509 -req -in "$c/srv.csr" -CA "$c/ca.pem" -CAkey "$c/ca.key" -CAcreateserial -out "$c/srv.pem" \
   -days 2 -sha256 -extfile "$c/srv.ext" 2>/dev/null
+cafile=$c/ca.pem
+if [ "$sysca" = 1 ]; then
+  sys=/etc/ssl/certs/ca-certificates.crt
+  [ -s "$sys" ] || { echo "$sys missing (ca-certificates)" >&2; exit 2; }
+  cafile=$c/trust.pem; cat "$sys" "$c/ca.pem" >"$cafile"
+fi
 
 port=$("$BIN/loadgen" freeport)
 case $proto in
@@ -83,7 +92,7 @@ for _ in $(seq 50); do [ -s "$g/nginx.pid" ] && break; sleep 0.1; done
 d=$work/hookd; mkdir -p "$d"
 {
   printf '[storage]\npath = %s/hookd.db\nsynchronous = full\n[server]\nsocket = %s/hookd.sock\n[log]\nlevel = warn\n' "$d" "$d"
-  printf '[delivery]\nallow_networks = 127.0.0.0/8, ::1/128\nca_file = %s/ca.pem\n' "$c"
+  printf '[delivery]\nallow_networks = 127.0.0.0/8, ::1/128\nca_file = %s\n' "$cafile"
   if [ "$k" = 1 ]; then printf '[endpoint.ep]\nurl = %s\ntimeout = 60s\npaused = true\n' "$url"
   else for i in $(seq 0 $((k - 1))); do printf '[endpoint.ep%d]\nurl = %s/%d\ntimeout = 60s\npaused = true\n' "$i" "$url" "$i"; done
   fi
@@ -117,7 +126,7 @@ for e in "${eps[@]}"; do "$hookd" resume -s "$d/hookd.sock" "$e" >/dev/null; don
 "$BIN/dbreport" wait "$d/hookd.db" $((w + n)) 1800 >"$work/wait" 2>&1 || { cat "$work/wait" >&2; exit 1; }
 retries=$(sqlite3 "$d/hookd.db" "SELECT sum(attempt_count) - count(*) FROM webhook_queue" 2>/dev/null || echo "?")
 conns=$(awk '$2 == 1 { n++; if ($3 == "r") r++ } END { printf "%d resumed=%d", n, r }' "$g/logs/access.log")
-echo "hookd_mode=$mode proto=$proto endpoints=$k messages=$n retries=$retries connections=$conns"
+echo "hookd_mode=$mode proto=$proto system_ca=$sysca endpoints=$k messages=$n retries=$retries connections=$conns"
 if [ "$mode" = cg ]; then
   callgrind_control -d "$hk_pid" >/dev/null 2>&1
   for _ in $(seq 50); do ls "$d"/cg.*.1 >/dev/null 2>&1 && break; sleep 0.2; done
@@ -135,11 +144,11 @@ kill -TERM "$hk_pid"; wait "$hk_pid" 2>/dev/null || true; hk_pid=
 fl() {  # fl N: the floor's instructions (or syscall counts) for N requests
   local m=$1
   if [ "$mode" = cg ]; then
-    valgrind --tool=callgrind --callgrind-out-file="$work/fl.$m" "$BIN/curlfloor" "$url" -n "$m" -c 64 -C "$c/ca.pem" \
+    valgrind --tool=callgrind --callgrind-out-file="$work/fl.$m" "$BIN/curlfloor" "$url" -n "$m" -c 64 -C "$cafile" \
       $([ "$proto" = reconnect ] && echo -F) >/dev/null 2>&1
     callgrind_annotate "$work/fl.$m" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }'
   else
-    strace -c -f -o "$work/fl.$m" "$BIN/curlfloor" "$url" -n "$m" -c 64 -C "$c/ca.pem" \
+    strace -c -f -o "$work/fl.$m" "$BIN/curlfloor" "$url" -n "$m" -c 64 -C "$cafile" \
       $([ "$proto" = reconnect ] && echo -F) >/dev/null 2>&1
     awk '$4 ~ /^[0-9]+$/ && $NF != "total" { print $NF, $4 }' "$work/fl.$m"
   fi

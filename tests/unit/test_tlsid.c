@@ -137,10 +137,25 @@ static void test_refine(void **state)
                      ERRC_TLS);
     /* a handshake_failure alert can be anything (ciphers, versions) */
     assert_int_equal(tlsid_refine(ERRC_TLS, 0, "sslv3 alert handshake failure"), ERRC_TLS);
-    /* mbedTLS 2.28 does not say which alert */
+    /* mbedTLS 2.28 alone does not say which alert */
     assert_int_equal(tlsid_refine(ERRC_TLS, 0,
                                   "ssl_handshake returned - mbedTLS: (-0x7780) SSL - A fatal alert message was "
                                   "received from our peer"),
+                     ERRC_TLS);
+    /* the static build's libcurl names it (curl-mbedtls-alert.patch) */
+    assert_int_equal(tlsid_refine(ERRC_TLS, 0,
+                                  "ssl_handshake returned - mbedTLS: (-0x7780) SSL - A fatal alert message was "
+                                  "received from our peer: alert unknown ca (48)"),
+                     ERRC_TLS_CLIENT_AUTH);
+    assert_int_equal(tlsid_refine(ERRC_TLS, 0,
+                                  "ssl_handshake returned - mbedTLS: (-0x7780) SSL - A fatal alert message was "
+                                  "received from our peer: alert handshake failure (40) after a client "
+                                  "certificate request"),
+                     ERRC_TLS_CLIENT_AUTH);
+    /* handshake_failure without a certificate request: ciphers, versions */
+    assert_int_equal(tlsid_refine(ERRC_TLS, 0,
+                                  "ssl_handshake returned - mbedTLS: (-0x7780) SSL - A fatal alert message was "
+                                  "received from our peer: alert handshake failure (40)"),
                      ERRC_TLS);
     /* only TLS and I/O classes are refined from curl's text */
     assert_int_equal(tlsid_refine(ERRC_TIMEOUT, 0, "alert certificate required"), ERRC_TIMEOUT);
