@@ -206,6 +206,12 @@ static void tls_policy(CURL *h)
         curl_easy_setopt(h, CURLOPT_SSL_CIPHER_LIST, "DEFAULT:@SECLEVEL=2");
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+#if LIBCURL_VERSION_NUM >= 0x075700
+    /* OpenSSL's libcurl keeps a loaded CA store 24 h by default, blind
+     * to the file changing: a replaced ca_file would not be trusted until
+     * a restart. A minute costs one load per delivery thread a minute. */
+    curl_easy_setopt(h, CURLOPT_CA_CACHE_TIMEOUT, 60L);
+#endif
 }
 
 /* The CAs an attempt trusts: the endpoint's ca_file, else [delivery]

@@ -108,7 +108,7 @@ def test_suites_offered(hookd, pki):
 
 
 @pytest.mark.skipif(openssl_build(), reason="the dynamic build's libcurl (OpenSSL) keeps a CA store "
-                    "for CURLOPT_CA_CACHE_TIMEOUT (24 h) whatever happens to the file")
+                    "for CURLOPT_CA_CACHE_TIMEOUT (a minute) whatever happens to the file")
 def test_ca_file_changed_is_read_again(hookd, pki, tmp_path):
     """Two endpoints trust files that first hold another CA: refused. One
     file is then replaced (a new file renamed over it), the other rewritten
