@@ -178,6 +178,11 @@ const char *const sq_sql[SQ__COUNT] = {
         "max_attempts, created_at, next_attempt_at, last_error, last_error_class, last_status_code, "
         "last_response_ms, ordering_key, deliver_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
         "?13, ?14, ?15) ON CONFLICT (endpoint_id, event_id) DO NOTHING",
+    /* the writer's transactions, prepared once: sqlite3_exec parsed and
+     * compiled them for every round (~4k instructions each) */
+    [SQ_TX_BEGIN] = "BEGIN IMMEDIATE",
+    [SQ_TX_COMMIT] = "COMMIT",
+    [SQ_TX_ROLLBACK] = "ROLLBACK",
 
     /* ---- reader ---- */
     /* counts by status. "status IN (...) AND status = x" is deliberate:
