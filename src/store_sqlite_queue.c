@@ -522,12 +522,13 @@ int sq_erase(struct store *s, int64_t id, int64_t now, int64_t *n)
 }
 
 /* [retention] payload: a chunk of the oldest delivered rows not erased
- * yet, from idx_queue_payload (erased rows leave it). */
+ * yet, from the first part of idx_queue_delivered (erased rows move to
+ * its second part, so a pass never walks them again). */
 static int expire_payloads(struct sq_store *q, int64_t before, int64_t limit, int64_t *n)
 {
 #define SQ_PAYLOAD_DUE                                                                                \
-    "SELECT id FROM webhook_queue INDEXED BY idx_queue_payload WHERE status = 'delivered' "          \
-    "AND erased_at IS NULL AND delivered_at < ?2 ORDER BY delivered_at LIMIT ?1"
+    "SELECT id FROM webhook_queue INDEXED BY idx_queue_delivered WHERE status = 'delivered' "        \
+    "AND (erased_at IS NOT NULL) = 0 AND delivered_at < ?2 ORDER BY delivered_at LIMIT ?1"
     return erase_exec(q, SQ_ERASE_LOG "WHERE message_id IN (" SQ_PAYLOAD_DUE ")",
                       SQ_ERASE_ROW "WHERE id IN (" SQ_PAYLOAD_DUE ")", limit, before, n);
 #undef SQ_PAYLOAD_DUE
