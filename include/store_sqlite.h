@@ -24,7 +24,7 @@ int store_sqlite_open(const struct config *c, enum store_role role, struct store
 
 enum sq_stmt {
     /* writer */
-    SQ_INSERT, SQ_INSERT_CLAIMED, SQ_FIND, SQ_CLAIM, SQ_CLAIM_MARK, SQ_CLAIM_MARK_N, SQ_NEXT_DUE, SQ_CLAIM_ORDERED, SQ_NEXT_DUE_ORDERED,
+    SQ_INSERT, SQ_INSERT_CLAIMED, SQ_INSERT_N, SQ_INSERT_CLAIMED_N, SQ_FIND, SQ_CLAIM, SQ_CLAIM_MARK, SQ_CLAIM_MARK_N, SQ_NEXT_DUE, SQ_CLAIM_ORDERED, SQ_NEXT_DUE_ORDERED,
     SQ_DELIVERED, SQ_DELIVERED_FIRST, SQ_FAILED, SQ_DEAD, SQ_RELEASE, SQ_ATTEMPT, SQ_SAMPLE, SQ_SAMPLE_N,
     SQ_HEALTH_SAVE, SQ_ROLLUP_SAVE, SQ_HISTORY_ADD, SQ_HISTORY_LATENCY,
     SQ_EXPIRE_DELIVERED, SQ_EXPIRE_DEAD, SQ_EXPIRE_HISTORY,
@@ -54,8 +54,10 @@ struct sq_store {
 };
 
 extern const char *const sq_sql[SQ__COUNT];
-/* The row ids one SQ_CLAIM_MARK_N takes; the samples one SQ_SAMPLE_N writes. */
+/* The row ids one SQ_CLAIM_MARK_N takes; the samples one SQ_SAMPLE_N writes;
+ * the rows one SQ_INSERT_N / SQ_INSERT_CLAIMED_N inserts. */
 #define SQ_MARK_IDS 8
+#define SQ_INSERT_ROWS 8
 #define SQ_SAMPLES_N 8
 
 /* The statement, reset and unbound. */

@@ -20,6 +20,8 @@
     "WHERE o.endpoint_id = q.endpoint_id AND o.ordering_key = q.ordering_key AND o.id < q.id AND "   \
     "o.ordering_key IS NOT NULL AND (o.status = 'pending' OR o.status = 'failed' OR o.status = 'in_flight')))"
 
+#define SQ_ROWS8(r) r ", " r ", " r ", " r ", " r ", " r ", " r ", " r
+
 const char *const sq_sql[SQ__COUNT] = {
     /* ---- writer ---- */
     [SQ_INSERT] =
@@ -31,6 +33,17 @@ const char *const sq_sql[SQ__COUNT] = {
         "INSERT INTO webhook_queue (endpoint_id, event_id, event_type, payload, max_attempts, "
         "created_at, next_attempt_at, status, claimed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, 'in_flight', ?6) "
         "ON CONFLICT (endpoint_id, event_id) DO NOTHING",
+    /* SQ_INSERT_ROWS enqueues a statement, their values in SQ_INSERT's
+     * and SQ_INSERT_CLAIMED's parameter order (9 and 8 a row); OR FAIL:
+     * no statement journal (see SQ_CLAIM_MARK_N) */
+    [SQ_INSERT_N] =
+        "INSERT OR FAIL INTO webhook_queue (endpoint_id, event_id, event_type, payload, max_attempts, "
+        "created_at, ordering_key, next_attempt_at, deliver_at) VALUES " SQ_ROWS8("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        " ON CONFLICT (endpoint_id, event_id) DO NOTHING",
+    [SQ_INSERT_CLAIMED_N] =
+        "INSERT OR FAIL INTO webhook_queue (endpoint_id, event_id, event_type, payload, max_attempts, "
+        "created_at, next_attempt_at, claimed_at, status) VALUES " SQ_ROWS8("(?, ?, ?, ?, ?, ?, ?, ?, 'in_flight')")
+        " ON CONFLICT (endpoint_id, event_id) DO NOTHING",
     [SQ_FIND] = "SELECT id FROM webhook_queue WHERE endpoint_id = ?1 AND event_id = ?2",
     /* a claim selects its rows, then marks each by id (SQ_CLAIM_MARK).
      * UPDATE ... WHERE id IN (SELECT ... LIMIT) RETURNING built two

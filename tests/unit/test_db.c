@@ -446,6 +446,59 @@ static void test_v14_to_v15_counts_without_idx_queue_next(void **st)
     db_close(db);
 }
 
+/* Enqueues in runs of SQ_INSERT_ROWS (one statement each): the same ids
+ * and duplicate flags as one by one, with duplicates of older rows and
+ * of earlier rows of the same statement, claimed or not. */
+static void test_enqueue_rows_as_one_by_one(void **st)
+{
+    char err[512], ev[40][16];
+    struct store *s = NULL;
+    struct store_enqueue v[40];
+    sqlite3 *db;
+    int64_t first;
+    int i;
+
+    (void)st;
+    assert_int_equal(store_sqlite_open(&cfg, STORE_WRITER, &s, err, sizeof err), 0);
+    memset(v, 0, sizeof v);
+    for (i = 0; i < 40; i++) {
+        /* 0-9 new; 10-17 repeat 2..9; 18-25 new with 20 == 18 and
+         * 25 == 19; 26-33 claimed, new but 30 == 2; 34-39 one by one */
+        int k = i >= 10 && i < 18 ? i - 8 : i == 20 ? 18 : i == 25 ? 19 : i == 30 ? 2 : i;
+
+        snprintf(ev[i], sizeof ev[i], "ev-%d", k);
+        v[i].endpoint_id = 1;
+        v[i].event_id = ev[i];
+        v[i].payload = "{}";
+        v[i].payload_len = 2;
+        v[i].max_attempts = 5;
+        v[i].claim = i >= 26 && i < 34;
+        v[i].id = -1;
+    }
+    assert_int_equal(s->ops->begin(s, 1), 0);
+    assert_int_equal(s->ops->enqueue(s, v, 40, 1000), 0);
+    assert_int_equal(s->ops->commit(s), 0);
+    s->ops->close(s);
+    assert_int_equal(sqlite3_open(cfg.db_path, &db), SQLITE_OK);
+    for (i = 0; i < 40; i++) {
+        char sql[160];
+        int dup = (i >= 10 && i < 18) || i == 20 || i == 25 || i == 30;
+
+        if (v[i].duplicate != dup)
+            fail_msg("enqueue %d: duplicate %d, expected %d", i, v[i].duplicate, dup);
+        snprintf(sql, sizeof sql, "SELECT id FROM webhook_queue WHERE event_id = '%s'", ev[i]);
+        assert_int_equal(one_int(db, sql), v[i].id);
+        snprintf(sql, sizeof sql, "SELECT status = '%s' FROM webhook_queue WHERE id = %lld",
+                 i >= 26 && i < 34 && !dup ? "in_flight" : "pending", (long long)v[i].id);
+        if (!dup)
+            assert_int_equal(one_int(db, sql), 1);
+    }
+    first = v[0].id;
+    assert_int_equal(v[9].id, first + 9);
+    assert_int_equal(one_int(db, "SELECT count(*) FROM webhook_queue"), 40 - 11);
+    sqlite3_close(db);
+}
+
 /* The plan of sql, its rows' details joined by " | ". */
 static void plan_of(sqlite3 *db, const char *sql, char *out, size_t n)
 {
@@ -525,6 +578,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v13_to_v14_adds_deliver_at, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v14_to_v15_counts_without_idx_queue_next, setup, teardown),
         cmocka_unit_test_setup_teardown(test_search_and_erase_plans, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_enqueue_rows_as_one_by_one, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
