@@ -27,24 +27,30 @@ static int sq_begin(struct store *s, int durable)
             return sq_fail(q, sqlite3_extended_errcode(q->db), "begin: synchronous");
         q->sync_level = level;
     }
-    rc = sqlite3_exec(q->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-    return rc == SQLITE_OK ? 0 : sq_fail(q, sqlite3_extended_errcode(q->db), "begin");
+    rc = sqlite3_step(q->st[SQ_TX_BEGIN]);
+    sqlite3_reset(q->st[SQ_TX_BEGIN]);
+    return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "begin");
 }
 
+/* A COMMIT that fails (SQLITE_BUSY, an I/O error) leaves the transaction
+ * open, as sqlite3_exec did: the caller rolls back. */
 static int sq_commit(struct store *s)
 {
     struct sq_store *q = (struct sq_store *)s;
-    int rc = sqlite3_exec(q->db, "COMMIT", NULL, NULL, NULL);
+    int rc = sqlite3_step(q->st[SQ_TX_COMMIT]);
 
-    return rc == SQLITE_OK ? 0 : sq_fail(q, sqlite3_extended_errcode(q->db), "commit");
+    sqlite3_reset(q->st[SQ_TX_COMMIT]);
+    return rc == SQLITE_DONE ? 0 : sq_fail(q, rc, "commit");
 }
 
 static void sq_rollback(struct store *s)
 {
     struct sq_store *q = (struct sq_store *)s;
 
-    if (!sqlite3_get_autocommit(q->db))
-        sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
+    if (!sqlite3_get_autocommit(q->db)) {
+        sqlite3_step(q->st[SQ_TX_ROLLBACK]);
+        sqlite3_reset(q->st[SQ_TX_ROLLBACK]);
+    }
 }
 
 /* SQLite's own auto-checkpoint runs inside the COMMIT that crosses its

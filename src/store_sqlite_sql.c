@@ -20,6 +20,8 @@
     "WHERE o.endpoint_id = q.endpoint_id AND o.ordering_key = q.ordering_key AND o.id < q.id AND "   \
     "o.ordering_key IS NOT NULL AND (o.status = 'pending' OR o.status = 'failed' OR o.status = 'in_flight')))"
 
+#define SQ_ROWS8(r) r ", " r ", " r ", " r ", " r ", " r ", " r ", " r
+
 const char *const sq_sql[SQ__COUNT] = {
     /* ---- writer ---- */
     [SQ_INSERT] =
@@ -31,6 +33,17 @@ const char *const sq_sql[SQ__COUNT] = {
         "INSERT INTO webhook_queue (endpoint_id, event_id, event_type, payload, max_attempts, "
         "created_at, next_attempt_at, status, claimed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, 'in_flight', ?6) "
         "ON CONFLICT (endpoint_id, event_id) DO NOTHING",
+    /* SQ_INSERT_ROWS enqueues a statement, their values in SQ_INSERT's
+     * and SQ_INSERT_CLAIMED's parameter order (9 and 8 a row); OR FAIL:
+     * no statement journal (see SQ_CLAIM_MARK_N) */
+    [SQ_INSERT_N] =
+        "INSERT OR FAIL INTO webhook_queue (endpoint_id, event_id, event_type, payload, max_attempts, "
+        "created_at, ordering_key, next_attempt_at, deliver_at) VALUES " SQ_ROWS8("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        " ON CONFLICT (endpoint_id, event_id) DO NOTHING",
+    [SQ_INSERT_CLAIMED_N] =
+        "INSERT OR FAIL INTO webhook_queue (endpoint_id, event_id, event_type, payload, max_attempts, "
+        "created_at, next_attempt_at, claimed_at, status) VALUES " SQ_ROWS8("(?, ?, ?, ?, ?, ?, ?, ?, 'in_flight')")
+        " ON CONFLICT (endpoint_id, event_id) DO NOTHING",
     [SQ_FIND] = "SELECT id FROM webhook_queue WHERE endpoint_id = ?1 AND event_id = ?2",
     /* a claim selects its rows, then marks each by id (SQ_CLAIM_MARK).
      * UPDATE ... WHERE id IN (SELECT ... LIMIT) RETURNING built two
@@ -42,9 +55,14 @@ const char *const sq_sql[SQ__COUNT] = {
         "ORDER BY next_attempt_at, id LIMIT ?3",
     [SQ_CLAIM_MARK] = "UPDATE webhook_queue SET status = 'in_flight', claimed_at = ?1 WHERE id = ?2",
     /* SQ_MARK_IDS rows a statement: 25.5k instructions a row against
-     * 31.2k one by one; for fewer rows its IN list costs more than it saves */
+     * 31.2k one by one; for fewer rows its IN list costs more than it saves.
+     * OR FAIL: the status CHECK would ABORT, and a statement that may
+     * abort after writing some of its rows keeps a statement journal (a
+     * copy of every page it touches first): 2.9k instructions a row.
+     * Nothing here can fail half-way but an I/O error or a full disk,
+     * and the writer rolls the whole round back on any failure. */
     [SQ_CLAIM_MARK_N] =
-        "UPDATE webhook_queue SET status = 'in_flight', claimed_at = ?1 WHERE id IN (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "UPDATE OR FAIL webhook_queue SET status = 'in_flight', claimed_at = ?1 WHERE id IN (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     [SQ_NEXT_DUE] =
         "SELECT min(next_attempt_at) FROM webhook_queue "
         "WHERE endpoint_id = ?1 AND status IN ('pending', 'failed')",
@@ -95,22 +113,21 @@ const char *const sq_sql[SQ__COUNT] = {
         "ON CONFLICT (message_id, generation, attempt) DO UPDATE SET at = excluded.at, response_ms = excluded.response_ms, "
         "status_code = excluded.status_code, error_class = excluded.error_class, detail = excluded.detail, "
         "method = excluded.method, url = excluded.url, response = excluded.response",
-    /* one B-tree write per sample, no cleanup: a fixed slot of the ring */
+    /* one B-tree write per sample, no cleanup: a fixed slot of the ring.
+     * REPLACE: the row is the key and every other column, and the table
+     * has no other index and no trigger, so replacing the slot's row is
+     * the upsert's update, without its second pass (1.4k instructions a
+     * sample once the ring is full) */
     [SQ_SAMPLE] =
-        "INSERT INTO endpoint_latency (endpoint_id, slot, message_id, response_ms, status_code, measured_at) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (endpoint_id, slot) DO UPDATE SET "
-        "message_id = excluded.message_id, response_ms = excluded.response_ms, "
-        "status_code = excluded.status_code, measured_at = excluded.measured_at",
+        "REPLACE INTO endpoint_latency (endpoint_id, slot, message_id, response_ms, status_code, measured_at) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     /* SQ_SAMPLES_N samples (6 values each, in order: a later one for the
      * same slot wins, as one by one): 7.4k instructions a sample against
      * 9.3k one by one */
     [SQ_SAMPLE_N] =
-        "INSERT INTO endpoint_latency (endpoint_id, slot, message_id, response_ms, status_code, measured_at) "
+        "REPLACE INTO endpoint_latency (endpoint_id, slot, message_id, response_ms, status_code, measured_at) "
         "VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?), "
-        "(?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (endpoint_id, slot) DO UPDATE SET "
-        "message_id = excluded.message_id, response_ms = excluded.response_ms, "
-        "status_code = excluded.status_code, measured_at = excluded.measured_at",
+        "(?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?)",
     [SQ_HEALTH_SAVE] =
         "INSERT INTO endpoint_health (endpoint_id, endpoint_url, state, consecutive_failures, "
         "failure_threshold, last_failure_at, last_success_at, opened_at, cooldown_ms, slow_since, ring_next, "
@@ -139,7 +156,7 @@ const char *const sq_sql[SQ__COUNT] = {
      * takes each message's attempt log with it */
     [SQ_EXPIRE_DELIVERED] =
         "DELETE FROM webhook_queue WHERE id IN (SELECT id FROM webhook_queue "
-        "WHERE status = 'delivered' AND delivered_at < ?1 LIMIT ?2)",
+        "WHERE status = 'delivered' AND (erased_at IS NOT NULL) IN (0, 1) AND delivered_at < ?1 LIMIT ?2)",
     [SQ_EXPIRE_DEAD] =
         "DELETE FROM webhook_queue WHERE id IN (SELECT id FROM webhook_queue "
         "WHERE status = 'dead_letter' AND created_at < ?1 LIMIT ?2)",
@@ -178,43 +195,53 @@ const char *const sq_sql[SQ__COUNT] = {
         "max_attempts, created_at, next_attempt_at, last_error, last_error_class, last_status_code, "
         "last_response_ms, ordering_key, deliver_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
         "?13, ?14, ?15) ON CONFLICT (endpoint_id, event_id) DO NOTHING",
+    /* the writer's transactions, prepared once: sqlite3_exec parsed and
+     * compiled them for every round (~4k instructions each) */
+    [SQ_TX_BEGIN] = "BEGIN IMMEDIATE",
+    [SQ_TX_COMMIT] = "COMMIT",
+    [SQ_TX_ROLLBACK] = "ROLLBACK",
 
     /* ---- reader ---- */
-    /* counts by status. "status IN (...) AND status = x" is deliberate:
-     * SQLite only uses the partial index idx_queue_next when the WHERE
-     * clause repeats its IN list; "status = 'pending'" alone scans the
-     * table (measured: 0.8 s vs 7 ms on 1M rows). */
+    /* counts by status (schema 15): the waiting rows are idx_queue_due's,
+     * the failed ones idx_queue_failed's, pending ones the difference, in
+     * one statement so both counts read the same snapshot. Each scan
+     * reads its index alone (covering): the status is in neither. */
     [SQ_CNT_PENDING] =
-        "SELECT count(*) FROM webhook_queue WHERE status IN ('pending', 'failed') AND status = 'pending'",
-    [SQ_CNT_FAILED] =
-        "SELECT count(*) FROM webhook_queue WHERE status IN ('pending', 'failed') AND status = 'failed'",
+        "SELECT (SELECT count(*) FROM webhook_queue INDEXED BY idx_queue_due WHERE status IN ('pending', 'failed')) - "
+        "(SELECT count(*) FROM webhook_queue INDEXED BY idx_queue_failed WHERE status = 'failed')",
+    [SQ_CNT_FAILED] = "SELECT count(*) FROM webhook_queue INDEXED BY idx_queue_failed WHERE status = 'failed'",
     [SQ_CNT_IN_FLIGHT] = "SELECT count(*) FROM webhook_queue WHERE status = 'in_flight'",
     [SQ_CNT_DEAD] = "SELECT count(*) FROM webhook_queue WHERE status = 'dead_letter'",
     /* covering scan of idx_queue_delivered (~50 ms per 1M rows) */
     [SQ_CNT_DELIVERED] = "SELECT count(*) FROM webhook_queue WHERE status = 'delivered'",
     /* INDEXED BY: with an index on status the planner prefers it and
-     * walks every delivered row (4 s on 1M) instead of the last hour */
+     * walks every delivered row (4 s on 1M) instead of the last hour.
+     * IN (0, 1): the rows erased or not, each part from ?1 on (schema 15) */
     [SQ_DELIVERED_SINCE] =
         "SELECT count(*), avg(last_response_ms) FROM webhook_queue INDEXED BY idx_queue_delivered "
-        "WHERE status = 'delivered' AND delivered_at >= ?1",
+        "WHERE status = 'delivered' AND (erased_at IS NOT NULL) IN (0, 1) AND delivered_at >= ?1",
     [SQ_FAILED_SINCE] =
-        "SELECT (SELECT count(*) FROM webhook_queue WHERE status IN ('pending', 'failed') "
-        "AND status = 'failed' AND created_at >= ?1) + "
+        "SELECT (SELECT count(*) FROM webhook_queue INDEXED BY idx_queue_failed WHERE status = 'failed' "
+        "AND created_at >= ?1) + "
         "(SELECT count(*) FROM webhook_queue WHERE status = 'dead_letter' AND created_at >= ?1)",
     /* min(created_at) would look up every waiting row in the table; ids
      * grow with insertion time and created_at is the insertion time, so
      * the smallest waiting id is the oldest message. min(id) comes from
-     * the covering index alone (8 ms vs 110 ms on 70k waiting rows). */
+     * the covering indexes alone (8 ms vs 110 ms on 70k waiting rows). */
     /* rows delayed past now (?1) are scheduled, not waiting; a delayed
-     * row that came due waits since its due time */
+     * row that came due waits since its due time. Waiting and not
+     * (pending and due later) = due by now, or failed. */
     [SQ_OLDEST_PENDING] =
         "SELECT max(created_at, CASE WHEN status = 'pending' THEN next_attempt_at ELSE 0 END) "
-        "FROM webhook_queue WHERE id = (SELECT min(id) FROM webhook_queue "
-        "INDEXED BY idx_queue_next WHERE status IN ('pending', 'failed') "
-        "AND NOT (status = 'pending' AND next_attempt_at > ?1))",
+        "FROM webhook_queue WHERE id = (SELECT min(w) FROM ("
+        "SELECT min(id) AS w FROM webhook_queue INDEXED BY idx_queue_due WHERE status IN ('pending', 'failed') "
+        "AND next_attempt_at <= ?1 UNION ALL "
+        "SELECT min(id) FROM webhook_queue INDEXED BY idx_queue_failed WHERE status = 'failed'))",
     [SQ_CNT_SCHEDULED] =
-        "SELECT count(*) FROM webhook_queue WHERE status IN ('pending', 'failed') AND status = 'pending' "
-        "AND next_attempt_at > ?1",
+        "SELECT (SELECT count(*) FROM webhook_queue INDEXED BY idx_queue_due WHERE status IN ('pending', 'failed') "
+        "AND next_attempt_at > ?1) - "
+        "(SELECT count(*) FROM webhook_queue INDEXED BY idx_queue_failed WHERE status = 'failed' "
+        "AND next_attempt_at > ?1)",
     [SQ_GET] =
         "SELECT " SQ_MSG_COLS " FROM webhook_queue q LEFT JOIN endpoints e ON e.id = q.endpoint_id WHERE q.id = ?1",
     [SQ_GET_ATTEMPTS] =

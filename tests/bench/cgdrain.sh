@@ -3,7 +3,7 @@
 # in instructions (valgrind's callgrind) or syscalls (strace -c), which a
 # shared, noisy machine does not move the way it moves wall-clock rates.
 #
-#   tests/bench/cgdrain.sh [-m cg|strace] [-b HOOKD] [-p http|https|reconnect] [-k K] [-n N] [-w W] [-s] [-f]
+#   tests/bench/cgdrain.sh [-m cg|strace] [-b HOOKD] [-p http|https|reconnect] [-k K] [-n N] [-w W] [-s] [-f] [-E]
 #
 # N messages (default 3000) are enqueued to K endpoints (default 1) that
 # start paused; the count starts, the endpoints are resumed, the queue
@@ -17,6 +17,8 @@
 # loading the trust store shows) instead of the test CA alone. -f: the
 # libcurl floor too (curlfloor,
 # same URL: the difference of an N and a 2N run, so its start-up cancels).
+# -E: count the enqueue of the N messages instead (socket, intake, the
+# writer's inserts and their commits; -m cg only), and stop there.
 # Prints key=value lines: instructions (or each syscall) per message, in
 # total and per thread function (writer_main, dthread_main, ...).
 # Needs: valgrind, strace, nginx, openssl; `make bench-tools` built.
@@ -24,14 +26,15 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 BIN=${BENCH_BIN:-$root/build/bench}
-mode=cg hookd=$root/build/hookd proto=http k=1 n=3000 w=0 floor=0 sysca=0
-while getopts "m:b:p:k:n:w:sf" o; do
+mode=cg hookd=$root/build/hookd proto=http k=1 n=3000 w=0 floor=0 sysca=0 enq=0
+while getopts "m:b:p:k:n:w:sfE" o; do
   case $o in
-  m) mode=$OPTARG;; b) hookd=$OPTARG;; p) proto=$OPTARG;; k) k=$OPTARG;; n) n=$OPTARG;; w) w=$OPTARG;; s) sysca=1;; f) floor=1;;
-  *) sed -n '2,24p' "$0" >&2; exit 2;;
+  m) mode=$OPTARG;; b) hookd=$OPTARG;; p) proto=$OPTARG;; k) k=$OPTARG;; n) n=$OPTARG;; w) w=$OPTARG;; s) sysca=1;; f) floor=1;; E) enq=1;;
+  *) sed -n '2,'"$(grep -n '^set -euo' "$0" | cut -d: -f1)"'p' "$0" | sed '$d' >&2; exit 2;;
   esac
 done
 case $mode in cg|strace) ;; *) echo "-m cg or strace" >&2; exit 2;; esac
+[ "$enq" = 0 ] || [ "$mode" = cg ] || { echo "-E needs -m cg" >&2; exit 2; }
 for t in loadgen dbreport curlfloor; do
   [ -x "$BIN/$t" ] || { echo "$BIN/$t missing: make bench-tools" >&2; exit 2; }
 done
@@ -113,8 +116,22 @@ if [ "$w" -gt 0 ]; then
   "$BIN/dbreport" wait "$d/hookd.db" "$w" 1800 >"$work/wait" 2>&1 || { cat "$work/wait" >&2; exit 1; }
   for e in "${eps[@]}"; do "$hookd" pause -s "$d/hookd.sock" "$e" >/dev/null; done
 fi
+cgcount() {  # the counts since the last zeroing, per message
+  callgrind_control -d "$hk_pid" >/dev/null 2>&1
+  for _ in $(seq 50); do ls "$d"/cg.*.1 >/dev/null 2>&1 && break; sleep 0.2; done
+  callgrind_annotate --inclusive=yes --threshold=100 "$(ls "$d"/cg.*.1)" 2>/dev/null |
+    awk -v n="$n" '/PROGRAM TOTALS/ { gsub(",", "", $1); printf "hookd_ir_per_msg=%d\n", $1 / n }
+      /:(writer_main|dthread_main|server_run|reader_main|sq_claim|sq_settle|sq_enqueue|sq_commit|proto_parse|curl_multi_socket_action) \[/ {
+        v = $1; gsub(",", "", v); f = $0; sub(/ \[.*/, "", f); sub(/.*:/, "", f); printf "hookd_ir_%s=%d\n", f, v / n }'
+}
+[ "$enq" = 0 ] || callgrind_control -z "$hk_pid" >/dev/null 2>&1
 "$BIN/loadgen" enqueue -s "$d/hookd.sock" "${ef[@]}" -c 4 -n "$n" -w 1000 -t cgdrain >"$work/enq" 2>&1 ||
   { cat "$work/enq" >&2; exit 1; }
+if [ "$enq" = 1 ]; then
+  echo "hookd_mode=cg-enqueue proto=$proto endpoints=$k messages=$n"
+  cgcount
+  exit 0
+fi
 if [ "$mode" = cg ]; then
   callgrind_control -z "$hk_pid" >/dev/null 2>&1
 else

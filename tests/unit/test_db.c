@@ -244,8 +244,10 @@ static void test_v4_to_v5_keeps_rows_counter_and_checks(void **st)
     assert_int_not_equal(db_exec(db, "UPDATE endpoint_health SET state = 'ajar'"), 0);
     /* 5 from version 5, idx_queue_order from 6, idx_queue_event from 9
      * (the dedup key, event id first, instead of the table's autoindex),
-     * idx_queue_payload from 12, idx_queue_dead_id and _ep from 13 */
-    assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_queue_%'"), 10);
+     * idx_queue_payload from 12, idx_queue_dead_id and _ep from 13;
+     * idx_queue_failed instead of idx_queue_next and idx_queue_delivered
+     * instead of it and idx_queue_payload from 15 */
+    assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_queue_%'"), 9);
     assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'webhook_queue' "
                                  "AND name LIKE 'sqlite_autoindex%'"), 0);
     /* an (endpoint, event id) pair is still unique, and the enqueue's
@@ -355,6 +357,148 @@ static void test_v13_to_v14_adds_deliver_at(void **st)
     db_close(db);
 }
 
+/* How many values a statement reads from webhook_queue's own rows (not
+ * from an index): Column and Rowid on a cursor opened on its root page. */
+static int table_reads(sqlite3 *db, const char *sql)
+{
+    char explain[1024];
+    sqlite3_stmt *s;
+    int64_t root = one_int(db, "SELECT rootpage FROM sqlite_master WHERE name = 'webhook_queue'");
+    int cursors[16], nc = 0, n = 0, i;
+
+    snprintf(explain, sizeof explain, "EXPLAIN %s", sql);
+    assert_int_equal(sqlite3_prepare_v2(db, explain, -1, &s, NULL), SQLITE_OK);
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        const char *op = (const char *)sqlite3_column_text(s, 1);
+        int p1 = sqlite3_column_int(s, 2);
+
+        if (strcmp(op, "OpenRead") == 0 && sqlite3_column_int64(s, 3) == root && nc < 16)
+            cursors[nc++] = p1;
+        if (strcmp(op, "Column") == 0 || strcmp(op, "Rowid") == 0)
+            for (i = 0; i < nc; i++)
+                n += cursors[i] == p1;
+    }
+    sqlite3_finalize(s);
+    return n;
+}
+
+/* One integer from sql with ?1 bound to v. */
+static int64_t one_int_at(sqlite3 *db, const char *sql, int64_t v)
+{
+    sqlite3_stmt *s;
+    int64_t r = -1;
+
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+    sqlite3_bind_int64(s, 1, v);
+    if (sqlite3_step(s) == SQLITE_ROW)
+        r = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return r;
+}
+
+/* Version 15 drops idx_queue_next: the stats count waiting rows from
+ * idx_queue_due and failed ones from idx_queue_failed, with the same
+ * answers, and never read the table's rows for it. */
+static void test_v14_to_v15_counts_without_idx_queue_next(void **st)
+{
+    char err[512];
+    sqlite3 *db;
+
+    (void)st;
+    /* id 1: pending, due later (scheduled); 2: failed, due later; 3:
+     * pending, due; 4: failed, due; 5: in flight; 6: delivered */
+    db_at_version(14,
+                  "INSERT INTO webhook_queue (endpoint_id, event_id, payload, status, attempt_count, created_at, "
+                  "next_attempt_at) VALUES (1, 'a', '{}', 'pending', 0, 10, 600000), "
+                  "(1, 'b', '{}', 'failed', 1, 20, 700000), (2, 'c', '{}', 'pending', 0, 30, 40), "
+                  "(2, 'd', '{}', 'failed', 2, 50, 60), (1, 'e', '{}', 'in_flight', 1, 70, 70), "
+                  "(1, 'f', '{}', 'delivered', 1, 80, 80); "
+                  "INSERT INTO webhook_queue (endpoint_id, event_id, payload, status, attempt_count, created_at, "
+                  "next_attempt_at, delivered_at, erased_at) VALUES (1, 'g', '', 'delivered', 1, 90, 90, 95, 99), "
+                  "(1, 'h', '{}', 'delivered', 1, 100, 100, 105, NULL)");
+    assert_int_equal(db_open_writer(&cfg, &db, err, sizeof err), 0);
+    assert_int_equal(version_of(db), db_schema_version());
+    assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'idx_queue_next'"), 0);
+    assert_int_equal(one_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'idx_queue_failed'"), 1);
+    assert_int_equal(one_int(db, sq_sql[SQ_CNT_PENDING]), 2);
+    assert_int_equal(one_int(db, sq_sql[SQ_CNT_FAILED]), 2);
+    assert_int_equal(one_int_at(db, sq_sql[SQ_CNT_SCHEDULED], 1000), 1);
+    assert_int_equal(one_int_at(db, sq_sql[SQ_FAILED_SINCE], 25), 1);
+    /* the oldest waiting: id 1 is scheduled, id 2 failed (waits since
+     * its creation) */
+    assert_int_equal(one_int_at(db, sq_sql[SQ_OLDEST_PENDING], 1000), 20);
+    assert_int_equal(db_exec(db, "UPDATE webhook_queue SET status = 'dead_letter' WHERE id = 2"), 0);
+    /* then id 3, pending and due at 40 after its creation at 30 */
+    assert_int_equal(one_int_at(db, sq_sql[SQ_OLDEST_PENDING], 1000), 40);
+    /* delivered rows, erased (g) or not (h, f without a delivery time) */
+    assert_int_equal(one_int(db, sq_sql[SQ_CNT_DELIVERED]), 3);
+    assert_int_equal(one_int_at(db, sq_sql[SQ_DELIVERED_SINCE], 90), 2);
+    /* [retention] payload: h alone, not erased yet */
+    assert_int_equal(one_int(db, "SELECT count(*) FROM webhook_queue INDEXED BY idx_queue_delivered "
+                                 "WHERE status = 'delivered' AND (erased_at IS NOT NULL) = 0 AND delivered_at < 200"),
+                     1);
+    assert_int_equal(one_int(db, "SELECT id FROM webhook_queue INDEXED BY idx_queue_delivered "
+                                 "WHERE status = 'delivered' AND (erased_at IS NOT NULL) = 0 AND delivered_at < 200"),
+                     8);
+    assert_int_equal(table_reads(db, sq_sql[SQ_CNT_PENDING]), 0);
+    assert_int_equal(table_reads(db, sq_sql[SQ_CNT_FAILED]), 0);
+    assert_int_equal(table_reads(db, sq_sql[SQ_CNT_SCHEDULED]), 0);
+    db_close(db);
+}
+
+/* Enqueues in runs of SQ_INSERT_ROWS (one statement each): the same ids
+ * and duplicate flags as one by one, with duplicates of older rows and
+ * of earlier rows of the same statement, claimed or not. */
+static void test_enqueue_rows_as_one_by_one(void **st)
+{
+    char err[512], ev[40][16];
+    struct store *s = NULL;
+    struct store_enqueue v[40];
+    sqlite3 *db;
+    int64_t first;
+    int i;
+
+    (void)st;
+    assert_int_equal(store_sqlite_open(&cfg, STORE_WRITER, &s, err, sizeof err), 0);
+    memset(v, 0, sizeof v);
+    for (i = 0; i < 40; i++) {
+        /* 0-9 new; 10-17 repeat 2..9; 18-25 new with 20 == 18 and
+         * 25 == 19; 26-33 claimed, new but 30 == 2; 34-39 one by one */
+        int k = i >= 10 && i < 18 ? i - 8 : i == 20 ? 18 : i == 25 ? 19 : i == 30 ? 2 : i;
+
+        snprintf(ev[i], sizeof ev[i], "ev-%d", k);
+        v[i].endpoint_id = 1;
+        v[i].event_id = ev[i];
+        v[i].payload = "{}";
+        v[i].payload_len = 2;
+        v[i].max_attempts = 5;
+        v[i].claim = i >= 26 && i < 34;
+        v[i].id = -1;
+    }
+    assert_int_equal(s->ops->begin(s, 1), 0);
+    assert_int_equal(s->ops->enqueue(s, v, 40, 1000), 0);
+    assert_int_equal(s->ops->commit(s), 0);
+    s->ops->close(s);
+    assert_int_equal(sqlite3_open(cfg.db_path, &db), SQLITE_OK);
+    for (i = 0; i < 40; i++) {
+        char sql[160];
+        int dup = (i >= 10 && i < 18) || i == 20 || i == 25 || i == 30;
+
+        if (v[i].duplicate != dup)
+            fail_msg("enqueue %d: duplicate %d, expected %d", i, v[i].duplicate, dup);
+        snprintf(sql, sizeof sql, "SELECT id FROM webhook_queue WHERE event_id = '%s'", ev[i]);
+        assert_int_equal(one_int(db, sql), v[i].id);
+        snprintf(sql, sizeof sql, "SELECT status = '%s' FROM webhook_queue WHERE id = %lld",
+                 i >= 26 && i < 34 && !dup ? "in_flight" : "pending", (long long)v[i].id);
+        if (!dup)
+            assert_int_equal(one_int(db, sql), 1);
+    }
+    first = v[0].id;
+    assert_int_equal(v[9].id, first + 9);
+    assert_int_equal(one_int(db, "SELECT count(*) FROM webhook_queue"), 40 - 11);
+    sqlite3_close(db);
+}
+
 /* The plan of sql, its rows' details joined by " | ". */
 static void plan_of(sqlite3 *db, const char *sql, char *out, size_t n)
 {
@@ -372,7 +516,7 @@ static void plan_of(sqlite3 *db, const char *sql, char *out, size_t n)
 
 /* The search reads by index, never the whole table sorted: an event id
  * from the dedup key's index, otherwise the rowids newest first (no sort);
- * [retention] payload walks idx_queue_payload. */
+ * [retention] payload walks the first part of idx_queue_delivered. */
 static void test_search_and_erase_plans(void **st)
 {
     char err[512], plan[1024];
@@ -405,10 +549,19 @@ static void test_search_and_erase_plans(void **st)
     if (!strstr(plan, "SEARCH q USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"))
         fail_msg("%s", plan);
     assert_null(strstr(plan, "TEMP B-TREE"));
-    plan_of(db, "SELECT id FROM webhook_queue INDEXED BY idx_queue_payload WHERE status = 'delivered' "
-                "AND erased_at IS NULL AND delivered_at < 5 ORDER BY delivered_at LIMIT 10", plan, sizeof plan);
-    assert_non_null(strstr(plan, "idx_queue_payload"));
+    plan_of(db, "SELECT id FROM webhook_queue INDEXED BY idx_queue_delivered WHERE status = 'delivered' "
+                "AND (erased_at IS NOT NULL) = 0 AND delivered_at < 5 ORDER BY delivered_at LIMIT 10", plan, sizeof plan);
+    if (!strstr(plan, "idx_queue_delivered (<expr>=? AND delivered_at<?)"))
+        fail_msg("%s", plan);
     assert_null(strstr(plan, "TEMP B-TREE"));
+    /* the delivered rows of the last hour and the ones retention deletes:
+     * a range of each part of idx_queue_delivered, never all of it */
+    plan_of(db, sq_sql[SQ_DELIVERED_SINCE], plan, sizeof plan);
+    if (!strstr(plan, "idx_queue_delivered (<expr>=? AND delivered_at>?)"))
+        fail_msg("%s", plan);
+    plan_of(db, sq_sql[SQ_EXPIRE_DELIVERED], plan, sizeof plan);
+    if (!strstr(plan, "idx_queue_delivered (<expr>=? AND delivered_at<?)"))
+        fail_msg("%s", plan);
     }
     db_close(db);
 }
@@ -423,7 +576,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v9_to_v10_keeps_the_attempt_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v10_to_v11_shows_the_hidden_attempt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v13_to_v14_adds_deliver_at, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v14_to_v15_counts_without_idx_queue_next, setup, teardown),
         cmocka_unit_test_setup_teardown(test_search_and_erase_plans, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_enqueue_rows_as_one_by_one, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
