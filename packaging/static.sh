@@ -20,7 +20,7 @@ BUILD=${STATIC_BUILD:-build/static}
 MAKE=${MAKE:-make}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 # Bump when the way a dependency is built changes: forces a rebuild of the prefix.
-RECIPE=10
+RECIPE=11
 PREFIX=$CACHE/prefix
 SRC=$CACHE/src
 DL=$CACHE/dl
@@ -194,11 +194,19 @@ build_mbedtls() {
            -e 's|^#define MBEDTLS_SSL_CBC_RECORD_SPLITTING$|//#define MBEDTLS_SSL_CBC_RECORD_SPLITTING|' "$h"
     grep -q '^#define MBEDTLS_SSL_PROTO_TLS1_2$' "$h" || die "mbedtls: TLS 1.2 not enabled in $h"
     grep -Eq '^#define MBEDTLS_SSL_PROTO_(SSL3|TLS1|TLS1_1)$' "$h" && die "mbedtls: could not disable SSL 3/TLS 1.0/1.1 in $h"
+    # X25519 by Everest (HACL*'s verified Curve25519, shipped in 2.28's
+    # 3rdparty/): a full handshake's key exchange costs the client about
+    # 0.2 ms of CPU instead of 1.2 ms with 2.28's generic bignum code. The
+    # non-legacy ECDH context it needs is internal to mbedTLS.
+    sed -i -e 's|^//#define MBEDTLS_ECDH_VARIANT_EVEREST_ENABLED$|#define MBEDTLS_ECDH_VARIANT_EVEREST_ENABLED|' \
+           -e 's|^#define MBEDTLS_ECDH_LEGACY_CONTEXT$|//#define MBEDTLS_ECDH_LEGACY_CONTEXT|' "$h"
+    grep -q '^#define MBEDTLS_ECDH_VARIANT_EVEREST_ENABLED$' "$h" || die "mbedtls: could not enable Everest in $h"
+    grep -q '^#define MBEDTLS_ECDH_LEGACY_CONTEXT$' "$h" && die "mbedtls: could not disable MBEDTLS_ECDH_LEGACY_CONTEXT in $h"
     $MAKE -C library -j"$JOBS" CC=musl-gcc AR=ar CFLAGS="$DEP_CFLAGS" static
     mkdir -p "$PREFIX/lib" "$PREFIX/include"
     cp library/libmbedtls.a library/libmbedx509.a library/libmbedcrypto.a "$PREFIX/lib/"
-    rm -rf "$PREFIX/include/mbedtls" "$PREFIX/include/psa"
-    cp -r include/mbedtls include/psa "$PREFIX/include/"
+    rm -rf "$PREFIX/include/mbedtls" "$PREFIX/include/psa" "$PREFIX/include/everest"
+    cp -r include/mbedtls include/psa 3rdparty/everest/include/everest "$PREFIX/include/"
 }
 
 build_curl() {

@@ -43,10 +43,12 @@ class OneSuiteServer:
     """A TLS 1.2 server accepting one cipher suite (OpenSSL name); answers
     each request 204 and closes; records the suites it negotiated."""
 
-    def __init__(self, pki, suite, dh=None):
+    def __init__(self, pki, suite, dh=None, curve=None):
         self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ctx.maximum_version = ssl.TLSVersion.TLSv1_2
         self.ctx.set_ciphers(suite + ":@SECLEVEL=0")
+        if curve:
+            self.ctx.set_ecdh_curve(curve)
         self.ctx.load_cert_chain(str(pki["server"][1]), str(pki["server"][0]))
         if dh:
             self.ctx.load_dh_params(str(dh))
@@ -105,6 +107,23 @@ def test_suites_offered(hookd, pki):
         for s in servers.values():
             s.stop()
         weak.stop()
+
+
+def test_key_exchange_groups(hookd, pki):
+    """Receivers whose ECDHE accepts one group only: X25519 (OpenSSL's
+    first choice; the static build computes it with Everest, see
+    packaging/README.md), P-256 and P-384 all deliver."""
+    servers = {c: OneSuiteServer(pki, "ECDHE-RSA-AES128-GCM-SHA256", curve=c)
+               for c in (None, "prime256v1", "secp384r1")}
+    try:
+        eps = {"g%d" % i: tls_ep(srv.url()) for i, srv in enumerate(servers.values())}
+        d = hookd(endpoints=eps, sections={"delivery": dict(LOCAL, ca_file=str(pki["ca"]))})
+        for i, c in enumerate(servers):
+            row, msg = deliver_one(d, "g%d" % i)
+            assert row["status"] == "delivered", (c, msg["attempts"])
+    finally:
+        for srv in servers.values():
+            srv.stop()
 
 
 @pytest.mark.skipif(openssl_build(), reason="the dynamic build's libcurl (OpenSSL) keeps a CA store "
