@@ -145,12 +145,7 @@ retries=$(sqlite3 "$d/hookd.db" "SELECT sum(attempt_count) - count(*) FROM webho
 conns=$(awk '$2 == 1 { n++; if ($3 == "r") r++ } END { printf "%d resumed=%d", n, r }' "$g/logs/access.log")
 echo "hookd_mode=$mode proto=$proto system_ca=$sysca endpoints=$k messages=$n retries=$retries connections=$conns"
 if [ "$mode" = cg ]; then
-  callgrind_control -d "$hk_pid" >/dev/null 2>&1
-  for _ in $(seq 50); do ls "$d"/cg.*.1 >/dev/null 2>&1 && break; sleep 0.2; done
-  callgrind_annotate --inclusive=yes --threshold=100 "$(ls "$d"/cg.*.1)" 2>/dev/null |
-    awk -v n="$n" '/PROGRAM TOTALS/ { gsub(",", "", $1); printf "hookd_ir_per_msg=%d\n", $1 / n }
-      /:(writer_main|dthread_main|server_run|reader_main|sq_claim|sq_settle|sq_enqueue|sq_commit|proto_parse|curl_multi_socket_action) \[/ {
-        v = $1; gsub(",", "", v); f = $0; sub(/ \[.*/, "", f); sub(/.*:/, "", f); printf "hookd_ir_%s=%d\n", f, v / n }'
+  cgcount
 else
   kill -INT "$tr_pid"; wait "$tr_pid" 2>/dev/null || true; tr_pid=
   awk -v n="$n" '$4 ~ /^[0-9]+$/ && $NF != "total" && $4 / n >= 0.005 { printf "hookd_sys_%s=%.2f\n", $NF, $4 / n }' "$work/strace"
